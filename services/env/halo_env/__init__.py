@@ -1,0 +1,1 @@
+"""HALO env service."""

@@ -1,0 +1,19 @@
+"""HALO reward service (placeholder until its issue fills it: answers health and readiness)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from halo.logging import setup_logging
+from halo.service import add_health_routes, install_error_handlers
+from halo.settings import log_settings
+from halo.settings.reward import RewardSettings
+
+
+def create_app(settings: RewardSettings | None = None) -> FastAPI:
+    settings = settings or RewardSettings()
+    logger = setup_logging("reward", settings.log_level)
+    log_settings(settings, logger)
+    app = FastAPI(title="HALO reward")
+    install_error_handlers(app)
+    add_health_routes(app, "reward")
+    return app

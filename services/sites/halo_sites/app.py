@@ -1,0 +1,19 @@
+"""HALO sites service (placeholder until its issue fills it: answers health and readiness)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from halo.logging import setup_logging
+from halo.service import add_health_routes, install_error_handlers
+from halo.settings import log_settings
+from halo.settings.sites import SitesSettings
+
+
+def create_app(settings: SitesSettings | None = None) -> FastAPI:
+    settings = settings or SitesSettings()
+    logger = setup_logging("sites", settings.log_level)
+    log_settings(settings, logger)
+    app = FastAPI(title="HALO sites")
+    install_error_handlers(app)
+    add_health_routes(app, "sites")
+    return app

@@ -1,0 +1,1 @@
+"""HALO trainer service."""

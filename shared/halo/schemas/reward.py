@@ -1,0 +1,56 @@
+"""Reward service messages: one transition in, a reward breakdown out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from halo.schemas.actions import Action, ActionParseError
+from halo.schemas.base import Message
+from halo.schemas.env import TaskId
+
+Id = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_\-.:]+$")]
+
+
+class StateSummary(Message):
+    """What the reward service needs of an observation: never the screenshot itself."""
+
+    url: Annotated[str, Field(max_length=4096)]
+    axtree: Annotated[str, Field(max_length=400_000)] = ""
+    # The site's state as /finish renders it (`initialfinaldiff`, `differences`, and for our
+    # clones `state` with `progress` milestones). None for sites that expose nothing.
+    site_state: dict[str, Any] | None = None
+    screenshot_sha256: str | None = None
+
+
+class RewardRequest(Message):
+    transition_id: Id  # idempotency key: the same id is paid once, and answered the same
+    run_id: Id
+    episode_id: Id
+    task_id: TaskId
+    domain: Annotated[str, Field(min_length=1, max_length=40)]
+    goal: Annotated[str, Field(max_length=4000)] = ""
+    step: Annotated[int, Field(ge=0, le=10_000)]
+    prev: StateSummary
+    next: StateSummary
+    action: Action | None = None
+    parse_error: ActionParseError | None = None
+    terminated: bool = False
+    truncated: bool = False
+    task_success: bool | None = None  # the environment's validated verdict when the episode ended
+    infra_error: bool = False  # browser crash / timeout: no reward, flagged for the trainer
+
+
+class RewardBreakdown(Message):
+    transition_id: Id
+    milestones: list[str] = Field(default_factory=list)  # milestones newly reached by this step
+    progress: float = 0.0  # milestone weights (or potential difference when shaping=potential)
+    validity: float = 0.0  # +valid / -invalid action
+    novelty: float = 0.0  # new state reached this episode
+    loop_penalty: float = 0.0  # repeated action or state loop
+    step_cost: float = 0.0
+    success_bonus: float = 0.0
+    total: float = 0.0
+    infra_error: bool = False  # when true, total is 0 and the trainer must drop the transition
+    duplicate: bool = False  # this transition id was already paid; the stored answer is returned

@@ -1,0 +1,99 @@
+"""Rollout messages on Redis: jobs to workers, transitions to the learner, policy versions."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from halo.schemas.actions import Action, ActionParseError
+from halo.schemas.base import Message
+from halo.schemas.reward import Id, RewardBreakdown
+
+
+class GroupMode(StrEnum):
+    STEP = "step"  # N actions sampled at one state, executed in N forks of that state
+    EPISODE = "episode"  # N full episodes of one task, advantage on the episode return
+
+
+class BranchPolicy(StrEnum):
+    """Which fork a step-group episode continues from."""
+
+    SAMPLED = "sampled"  # candidate 0: an on-policy sample
+    BEST = "best"  # highest reward
+    RANDOM = "random"
+
+
+class PolicyVersion(Message):
+    run_id: Id
+    version: Annotated[int, Field(ge=0)]  # 0 = the base model, no adapter
+    adapter_name: str  # `<run>-v<k>`, or the served base model name for version 0
+    adapter_path: str | None = None
+    created_at: float
+
+
+class RolloutJob(Message):
+    job_id: Id
+    run_id: Id
+    task_id: Id
+    group_id: Id
+    group_mode: GroupMode
+    group_size: Annotated[int, Field(ge=1, le=32)]
+    policy: PolicyVersion
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)]
+    seed: Annotated[int, Field(ge=0)]
+    max_steps: Annotated[int, Field(ge=1, le=200)]
+    branch: BranchPolicy = BranchPolicy.SAMPLED
+    purpose: Literal["train", "eval"] = "train"
+
+
+class PromptRecord(Message):
+    """Enough to rebuild the exact model input: the learner re-renders it and checks the ids."""
+
+    goal: str
+    history: list[str] = Field(default_factory=list)  # previous actions, oldest first
+    screenshot_sha256: str
+    prompt_token_ids: list[int]
+
+
+class Transition(Message):
+    transition_id: Id
+    run_id: Id
+    job_id: Id
+    episode_id: Id
+    group_id: Id  # transitions sharing a group_id are compared to each other (advantage)
+    task_id: Id
+    step: Annotated[int, Field(ge=0)]
+    policy_version: Annotated[int, Field(ge=0)]
+    prompt: PromptRecord
+    completion_text: str
+    completion_token_ids: list[int]
+    behaviour_logprobs: list[float]  # per completion token, from vLLM at sampling time
+    action: Action | None = None
+    parse_error: ActionParseError | None = None
+    reward: RewardBreakdown
+    terminated: bool = False
+    truncated: bool = False
+    task_success: bool | None = None
+    infra_error: bool = False
+    episode_return: float | None = None  # episode groups: the return this transition is credited
+
+
+class EpisodeSummary(Message):
+    """One finished episode (published for metrics and filmstrips)."""
+
+    run_id: Id
+    job_id: Id
+    episode_id: Id
+    group_id: Id
+    task_id: Id
+    policy_version: int
+    purpose: Literal["train", "eval"] = "train"
+    steps: int
+    episode_return: float
+    success: bool | None
+    valid_actions: int
+    infra_error: bool = False
+    actions: list[str] = Field(default_factory=list)
+    screenshots: list[str] = Field(default_factory=list)  # sha256 per step, for filmstrips

@@ -1,0 +1,74 @@
+"""Trainer run API messages."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from halo.schemas.base import Message
+from halo.schemas.rollout import BranchPolicy, GroupMode
+
+
+class Algorithm(StrEnum):
+    GRPO = "grpo"
+    MCTS = "mcts"
+
+
+class LossType(StrEnum):
+    DR_GRPO = "dr_grpo"  # A = r - mean(r); token loss normalised by a constant
+    GRPO = "grpo"  # A = (r - mean(r)) / (std(r) + eps); per-sequence length normalisation
+
+
+class RunSpec(Message):
+    """What a user asks for with ``POST /runs`` (unset fields come from configs/rl_config.yaml)."""
+
+    domain: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[a-z0-9_\-]+$")]
+    tasks: list[Annotated[str, Field(max_length=120)]] | None = None  # default: the domain's train tasks
+    algorithm: Algorithm = Algorithm.GRPO
+    episodes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
+    num_generations: Annotated[int, Field(ge=2, le=32)] | None = None
+    learning_rate: Annotated[float, Field(gt=0, le=1.0)] | None = None
+    loss_type: LossType | None = None
+    group_mode: GroupMode | None = None
+    branch: BranchPolicy | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    max_steps: Annotated[int, Field(ge=1, le=200)] | None = None
+    eval_every: Annotated[int, Field(ge=0)] | None = None  # updates between evaluations; 0 = never
+    eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
+    name: Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9_\-]*$")] = ""
+
+
+class RunState(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+
+class RunStatus(Message):
+    run_id: str
+    state: RunState
+    spec: RunSpec
+    created_at: float
+    updated_at: float
+    episodes_done: int = 0
+    episodes_total: int = 0
+    updates: int = 0
+    policy_version: int = 0
+    adapter_name: str | None = None
+    latest_metrics: dict[str, float] = Field(default_factory=dict)
+    error: str | None = None
+    run_dir: str | None = None
+
+
+class RunEvent(Message):
+    """One server-sent event of ``GET /runs/{id}/events``."""
+
+    run_id: str
+    kind: Literal["status", "metrics", "log", "done"]
+    data: dict[str, Any]

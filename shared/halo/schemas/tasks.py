@@ -1,0 +1,38 @@
+"""Tasks in agisdk's v2 JSON schema (what the REAL registry ships and our clones add to)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Website(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    name: str = ""
+    similarTo: str = ""
+    url: str  # absolute for hosted REAL sites; relative to the clone server for local clones
+
+
+class Task(BaseModel):
+    """One task. Field names follow agisdk's v2 JSON, so a REAL task file loads unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    goal: str
+    website: Website
+    difficulty: Literal["easy", "medium", "hard"] | str = "easy"
+    challengeType: str = "action"
+    possible: bool = True
+    evals: list[dict[str, Any]] = Field(default_factory=list)
+    points: float = 1.0
+    version: str = "v2"
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def domain(self) -> str:
+        """The site id, e.g. ``gomail`` for ``v2.gomail-3`` or ``local.gomail-3``."""
+        return self.website.id

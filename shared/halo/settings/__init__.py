@@ -1,0 +1,54 @@
+"""Settings: one frozen pydantic-settings class per service, every field documented with its unit.
+
+Values come from environment variables (prefix per service, e.g. ``HALO_ENV_PORT``) or a ``.env``
+file. Each service logs its resolved settings at start (``log_settings``) and the trainer saves them
+with every checkpoint. Secrets are ``SecretStr`` and never logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+class HaloSettings(BaseSettings):
+    """Fields every service shares (prefix ``HALO_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="HALO_", env_file=".env", extra="ignore", frozen=True)
+
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis for queues, run status, episode memory")
+    data_dir: Path = Field(REPO_ROOT / "var", description="Root of run folders, screenshots and adapters")
+    log_level: str = Field("INFO", description="Python logging level")
+
+    @property
+    def screenshots_dir(self) -> Path:
+        return self.data_dir / "screenshots"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    @property
+    def adapters_dir(self) -> Path:
+        return self.data_dir / "adapters"
+
+
+def resolved(settings: BaseSettings) -> dict[str, Any]:
+    """The settings as plain JSON, secrets masked."""
+    out: dict[str, Any] = {}
+    for name, value in settings.model_dump().items():
+        if isinstance(getattr(settings, name), SecretStr):
+            value = "***" if getattr(settings, name).get_secret_value() else ""
+        out[name] = value
+    return json.loads(json.dumps(out, default=str))
+
+
+def log_settings(settings: BaseSettings, logger: logging.Logger) -> None:
+    logger.info("resolved settings %s: %s", type(settings).__name__, json.dumps(resolved(settings), sort_keys=True))
