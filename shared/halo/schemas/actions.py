@@ -47,7 +47,7 @@ POINTER_ACTIONS = frozenset(
 # Actions that may address an accessibility-tree element instead of a coordinate.
 ELEMENT_ACTIONS = POINTER_ACTIONS - {ActionType.LEFT_CLICK_DRAG} | {ActionType.TYPE}
 
-Coord = Annotated[int, Field(ge=0, le=COORD_MAX)]
+Coord = Annotated[int, Field(ge=0, le=COORD_MAX, strict=True)]  # strict: true/false are not coordinates
 
 
 class Action(BaseModel):

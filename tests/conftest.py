@@ -1,0 +1,46 @@
+"""Fixtures shared by every test tier: the real Redis on this machine, free ports."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+REDIS_URL = os.environ.get("HALO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def redis_url() -> str:
+    try:
+        redis.Redis.from_url(REDIS_URL).ping()
+    except redis.ConnectionError as exc:  # pragma: no cover - the setup step provides Redis
+        pytest.fail(f"Redis is not reachable at {REDIS_URL}: {exc}. Start it or set HALO_TEST_REDIS_URL.")
+    return REDIS_URL
+
+
+@pytest.fixture
+def key_prefix(redis_url: str):
+    """A unique key prefix; every key under it is deleted after the test."""
+    prefix = f"test:{uuid.uuid4().hex[:12]}"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+@pytest.fixture
+async def aredis(redis_url: str):
+    client = aioredis.from_url(redis_url)
+    yield client
+    await client.aclose()
