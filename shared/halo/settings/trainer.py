@@ -2,14 +2,74 @@
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from halo.schemas.runs import LossType
 from halo.settings import HaloSettings
 
 
+class LearnerConfig(BaseModel):
+    """Hyper-parameters of the GRPO learner (halo_trainer.learner); saved with every checkpoint.
+
+    Set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>`` (e.g. ``HALO_TRAINER_LEARNER__LORA_R=8``);
+    a run overrides fields with ``model_copy(update=...)``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    loss_type: LossType = Field(
+        LossType.DR_GRPO,
+        description="dr_grpo: A = r - mean(r), constant normaliser; grpo: std-scaled A, per-sequence mean",
+    )
+    learning_rate: Annotated[float, Field(gt=0, le=1.0)] = Field(
+        1e-5, description="AdamW peak learning rate (per update)"
+    )
+    warmup_steps: Annotated[int, Field(ge=0)] = Field(
+        0, description="Updates of linear warm-up to the peak rate, then constant"
+    )
+    weight_decay: Annotated[float, Field(ge=0)] = Field(
+        0.0, description="AdamW decoupled weight decay on the LoRA parameters"
+    )
+    adam_betas: tuple[float, float] = Field((0.9, 0.99), description="AdamW (beta1, beta2)")
+    adam_eps: Annotated[float, Field(gt=0)] = Field(1e-8, description="AdamW epsilon")
+    max_grad_norm: Annotated[float, Field(gt=0)] = Field(
+        1.0, description="Clip the LoRA gradient to this global L2 norm"
+    )
+    lora_r: Annotated[int, Field(ge=1, le=256)] = Field(16, description="LoRA rank (must be <= vLLM's --max-lora-rank)")
+    lora_alpha: Annotated[float, Field(gt=0)] = Field(32.0, description="LoRA alpha; the update is scaled by alpha / r")
+    lora_target_modules: tuple[str, ...] = Field(
+        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        description="Linear layers given a LoRA adapter, matched only inside the language model",
+    )
+    clip_eps_low: Annotated[float, Field(ge=0, lt=1)] | None = Field(
+        0.2, description="PPO clip: ratio floor 1 - eps (None: no clipping)"
+    )
+    clip_eps_high: Annotated[float, Field(ge=0)] | None = Field(
+        0.2, description="PPO clip: ratio ceiling 1 + eps (None: no clipping)"
+    )
+    kl_coef: Annotated[float, Field(ge=0)] = Field(
+        0.0, description="Weight of the k3 KL to the frozen base model (adapter disabled); 0 skips the reference pass"
+    )
+    max_completion_tokens: Annotated[int, Field(ge=1)] = Field(
+        256,
+        description="Dr. GRPO's constant normaliser, in tokens: the sampler's max_tokens; longer completions are rejected",
+    )
+    grpo_std_eps: Annotated[float, Field(gt=0)] = Field(1e-4, description="grpo only: A = (r - mean) / (std + eps)")
+    micro_batch_size: Annotated[int, Field(ge=1)] = Field(
+        8, description="Sequences per forward/backward pass (gradients accumulate to one step)"
+    )
+    gradient_checkpointing: bool = Field(
+        False, description="Recompute activations in the backward pass (GPU memory for time)"
+    )
+
+
 class TrainerSettings(HaloSettings):
-    model_config = SettingsConfigDict(env_prefix="HALO_TRAINER_", env_file=".env", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="HALO_TRAINER_", env_file=".env", extra="ignore", frozen=True, env_nested_delimiter="__"
+    )
 
     host: str = Field("127.0.0.1", description="Bind address")
     port: int = Field(8400, description="HTTP port of the run API")
@@ -19,3 +79,7 @@ class TrainerSettings(HaloSettings):
     env_url: str = Field("http://127.0.0.1:8100", description="Environment service")
     reward_url: str = Field("http://127.0.0.1:8200", description="Reward service")
     policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server")
+    learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
+    checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
+        3, description="Complete checkpoints kept per run (older ones deleted)"
+    )
