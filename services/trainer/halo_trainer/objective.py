@@ -1,0 +1,233 @@
+"""The policy objective of online GRPO as this project runs it (``loss_type="dr_grpo"``), in pure torch.
+
+For a group of G completions o_1..o_G answering the same prompt (step groups: G actions sampled at
+one browser state and executed in G forks of it; episode groups: G episodes of one task), with
+rewards r_i, sampled token ids o_i,t, current log-probs ``logp = log pi_theta(o_i,t | ...)``, the
+log-probs the sampler reported when it drew the token ``logp_b`` and those of the frozen base model
+``logp_ref``::
+
+    A_i      = r_i - mean(r)                                     (dr_grpo)
+             = (r_i - mean(r)) / (std(r) + eps)                  (grpo)
+    rho_i,t  = exp(logp_i,t - logp_b_i,t)
+    pg_i,t   = -min(rho_i,t * A_i, clip(rho_i,t, 1 - eps_low, 1 + eps_high) * A_i)
+    kl_i,t   = exp(logp_ref_i,t - logp_i,t) - (logp_ref_i,t - logp_i,t) - 1      (k3 estimator)
+    loss     = sum_i sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / (T_max * G)      (dr_grpo)
+             = (1/G) sum_i [sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / |o_i|]     (grpo)
+
+where m is the completion mask and T_max a constant (the sampler's ``max_tokens``).
+
+How this differs from textbook GRPO (DeepSeekMath, Shao et al. 2024):
+
+* No division by the group's standard deviation (Dr. GRPO, Liu et al. 2025). Dividing by std
+  up-weights groups whose rewards barely differ (nearly solved or nearly hopeless prompts), a
+  difficulty bias; without it the advantage is in reward units. ``grpo`` keeps the division
+  (unbiased std, as TRL computes it) as the standard alternative.
+* A constant normaliser instead of each sequence's own length. GRPO's ``1/|o_i|`` gives the tokens
+  of a short completion more weight than those of a long one, so long wrong answers are penalised
+  less per token (a length bias). Here every token of every completion weighs the same.
+* A group whose rewards are all equal gets exactly zero advantage (forced to 0.0, not left to float
+  rounding of ``r - mean(r)``), so it contributes nothing but its share of the normaliser; the
+  learner skips its forward pass when ``kl_coef == 0``.
+* The importance ratio uses the behaviour log-probs recorded by vLLM at sampling time rather than a
+  re-computation under "theta_old". Rollouts may come from an older adapter version than the one
+  being trained (asynchronous workers), so the ratio is the importance weight against the policy
+  that actually acted; the trainer drops transitions staler than its limit and the clip bounds the
+  rest. The gap between vLLM's and the learner's log-probs is reported as a metric. Without
+  behaviour log-probs the learner passes its own detached log-probs: with one pass over a batch the
+  ratio is then exactly 1 and the gradient is the plain policy gradient ``-A_i grad logp_i,t``.
+* The KL term is 0 by default (Dr. GRPO drops it); when used it is the same k3 estimator as
+  DeepSeekMath's, against the base model (the LoRA adapter disabled) rather than an SFT copy.
+
+How it differs from PPO (Schulman et al. 2017, as used for RLHF): no value function and no GAE; the
+baseline is the mean reward of the group; the KL to the reference is a loss term, not a per-token
+penalty folded into the reward; each sampled batch is normally used for one optimiser step, so the
+clip only acts when a batch is reused or its rollouts are stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from halo.schemas.runs import LossType
+
+
+def group_advantages(rewards: Tensor, loss_type: LossType | str = LossType.DR_GRPO, eps: float = 1e-4) -> Tensor:
+    """Advantages for groups laid along the last dimension: ``rewards[..., G] -> A[..., G]``.
+
+    A group of one, or one whose rewards are all equal, gets exactly zero advantage.
+    """
+    loss_type = LossType(loss_type)
+    rewards = rewards.to(torch.float32) if not rewards.is_floating_point() else rewards
+    group_size = rewards.shape[-1]
+    centred = rewards - rewards.mean(dim=-1, keepdim=True)
+    if loss_type is LossType.GRPO and group_size > 1:
+        centred = centred / (rewards.std(dim=-1, keepdim=True) + eps)
+    flat = (rewards.amax(dim=-1, keepdim=True) == rewards.amin(dim=-1, keepdim=True)) | (group_size < 2)
+    return torch.where(flat, torch.zeros_like(centred), centred)
+
+
+def advantages_by_group(
+    rewards: Sequence[float],
+    group_ids: Sequence[Hashable],
+    loss_type: LossType | str = LossType.DR_GRPO,
+    eps: float = 1e-4,
+) -> Tensor:
+    """Advantages for a flat batch whose groups may differ in size (a group loses members to infra errors)."""
+    if len(rewards) != len(group_ids):
+        raise ValueError(f"{len(rewards)} rewards but {len(group_ids)} group ids")
+    out = torch.zeros(len(rewards), dtype=torch.float32)
+    members: dict[Hashable, list[int]] = {}
+    for index, group in enumerate(group_ids):
+        members.setdefault(group, []).append(index)
+    for index in members.values():
+        group_rewards = torch.tensor([rewards[i] for i in index], dtype=torch.float32)
+        out[index] = group_advantages(group_rewards, loss_type, eps)
+    return out
+
+
+def token_logprobs_and_entropy(
+    logits: Tensor, tokens: Tensor, with_entropy: bool = True
+) -> tuple[Tensor, Tensor | None]:
+    """Log-prob of each token under ``logits[..., V]`` (in float32) and the distribution's entropy (no grad)."""
+    logp_all = logits.float().log_softmax(dim=-1)
+    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            probs = logp_all.exp()
+            # 0 * log 0 = 0 for tokens with probability 0 (masked logits), not nan
+            entropy = -(probs * logp_all.masked_fill(probs == 0, 0.0)).sum(dim=-1)
+    return logp, entropy
+
+
+@dataclass
+class LossStats:
+    """Sums over completion tokens, so micro-batches merge exactly; ``summary()`` gives the means."""
+
+    tokens: float = 0.0
+    sequences: int = 0
+    kl_sum: float = 0.0
+    entropy_sum: float = 0.0
+    entropy_tokens: float = 0.0
+    ratio_sum: float = 0.0
+    ratio_min: float = float("inf")
+    ratio_max: float = float("-inf")
+    clipped_tokens: float = 0.0
+    logprob_gap_sum: float = 0.0  # |logp - logp_b|: sampler/learner mismatch plus staleness
+
+    def merge(self, other: LossStats) -> LossStats:
+        return LossStats(
+            tokens=self.tokens + other.tokens,
+            sequences=self.sequences + other.sequences,
+            kl_sum=self.kl_sum + other.kl_sum,
+            entropy_sum=self.entropy_sum + other.entropy_sum,
+            entropy_tokens=self.entropy_tokens + other.entropy_tokens,
+            ratio_sum=self.ratio_sum + other.ratio_sum,
+            ratio_min=min(self.ratio_min, other.ratio_min),
+            ratio_max=max(self.ratio_max, other.ratio_max),
+            clipped_tokens=self.clipped_tokens + other.clipped_tokens,
+            logprob_gap_sum=self.logprob_gap_sum + other.logprob_gap_sum,
+        )
+
+    def summary(self) -> dict[str, float]:
+        n = max(self.tokens, 1.0)
+        return {
+            "tokens": self.tokens,
+            "sequences": float(self.sequences),
+            "kl": self.kl_sum / n,
+            "entropy": self.entropy_sum / max(self.entropy_tokens, 1.0),
+            "ratio_mean": self.ratio_sum / n if self.tokens else 1.0,
+            "ratio_min": self.ratio_min if self.tokens else 1.0,
+            "ratio_max": self.ratio_max if self.tokens else 1.0,
+            "clip_frac": self.clipped_tokens / n,
+            "behaviour_logprob_gap": self.logprob_gap_sum / n,
+        }
+
+
+def policy_loss(
+    logprobs: Tensor,
+    behaviour_logprobs: Tensor,
+    advantages: Tensor,
+    completion_mask: Tensor,
+    *,
+    ref_logprobs: Tensor | None = None,
+    entropy: Tensor | None = None,
+    loss_type: LossType | str = LossType.DR_GRPO,
+    clip_eps_low: float | None = 0.2,
+    clip_eps_high: float | None = 0.2,
+    kl_coef: float = 0.0,
+    max_completion_tokens: int | None = None,
+    num_sequences: int | None = None,
+) -> tuple[Tensor, LossStats]:
+    """The loss of the module docstring over per-token tensors ``[B, T]`` and ``advantages[B]``.
+
+    Only positions where ``completion_mask`` is set count; values elsewhere (padding, prompt) are
+    ignored, whatever they hold. ``max_completion_tokens`` is Dr. GRPO's constant (default: T).
+    ``num_sequences`` is the size of the whole batch when this call sees one micro-batch of it, so
+    that summed micro-batch losses equal the full-batch loss.
+    """
+    loss_type = LossType(loss_type)
+    if logprobs.shape != behaviour_logprobs.shape or logprobs.shape != completion_mask.shape:
+        raise ValueError(
+            f"shape mismatch: logprobs {tuple(logprobs.shape)}, behaviour {tuple(behaviour_logprobs.shape)}, "
+            f"mask {tuple(completion_mask.shape)}"
+        )
+    if kl_coef > 0 and ref_logprobs is None:
+        raise ValueError("kl_coef > 0 needs ref_logprobs")
+    mask = completion_mask.to(logprobs.dtype)
+    on = completion_mask.bool()
+    adv = advantages.to(logprobs.dtype).unsqueeze(-1)
+
+    # Masked positions get log-ratio 0 so garbage there cannot produce inf * 0 = nan.
+    log_ratio = torch.where(on, logprobs - behaviour_logprobs.to(logprobs.dtype), torch.zeros_like(logprobs))
+    ratio = log_ratio.exp()
+    unclipped = ratio * adv
+    if clip_eps_low is None and clip_eps_high is None:
+        surrogate = unclipped
+        clipped = torch.zeros_like(on)
+    else:
+        low = None if clip_eps_low is None else 1.0 - clip_eps_low
+        high = None if clip_eps_high is None else 1.0 + clip_eps_high
+        surrogate = torch.minimum(unclipped, torch.clamp(ratio, min=low, max=high) * adv)
+        # Tokens whose gradient the clip switched off.
+        clipped = torch.zeros_like(on)
+        if low is not None:
+            clipped |= (ratio < low) & (adv < 0)
+        if high is not None:
+            clipped |= (ratio > high) & (adv > 0)
+    per_token = -surrogate
+
+    kl = None
+    if ref_logprobs is not None:
+        delta = torch.where(on, ref_logprobs.to(logprobs.dtype) - logprobs, torch.zeros_like(logprobs))
+        kl = delta.exp() - delta - 1.0
+        if kl_coef > 0:
+            per_token = per_token + kl_coef * kl
+
+    n_seq = num_sequences if num_sequences is not None else logprobs.shape[0]
+    if loss_type is LossType.DR_GRPO:
+        constant = max_completion_tokens if max_completion_tokens is not None else logprobs.shape[-1]
+        loss = (per_token * mask).sum() / (constant * n_seq)
+    else:
+        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / n_seq
+
+    with torch.no_grad():
+        tokens = float(mask.sum())
+        ratio_on = ratio[on]
+        stats = LossStats(
+            tokens=tokens,
+            sequences=int(logprobs.shape[0]),
+            kl_sum=float((kl * mask).sum()) if kl is not None else 0.0,
+            entropy_sum=float((entropy * mask).sum()) if entropy is not None else 0.0,
+            entropy_tokens=tokens if entropy is not None else 0.0,
+            ratio_sum=float(ratio_on.sum()),
+            ratio_min=float(ratio_on.min()) if ratio_on.numel() else float("inf"),
+            ratio_max=float(ratio_on.max()) if ratio_on.numel() else float("-inf"),
+            clipped_tokens=float((clipped & on).sum()),
+            logprob_gap_sum=float(log_ratio.abs()[on].sum()),
+        )
+    return loss, stats

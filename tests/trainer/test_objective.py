@@ -1,0 +1,209 @@
+"""The GRPO objective against numbers worked out by hand on tensors of a few tokens."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from halo_trainer.objective import (
+    LossStats,
+    advantages_by_group,
+    group_advantages,
+    policy_loss,
+    token_logprobs_and_entropy,
+)
+
+
+def close(a: torch.Tensor, b: list | float, tol: float = 1e-6) -> bool:
+    return torch.allclose(a.to(torch.float64), torch.as_tensor(b, dtype=torch.float64), atol=tol, rtol=0)
+
+
+# --- advantages ----------------------------------------------------------------------------------
+
+
+def test_dr_grpo_advantage_is_reward_minus_group_mean() -> None:
+    assert close(group_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0])), [0.5, -0.5, -0.5, 0.5])
+    assert close(group_advantages(torch.tensor([0.2, 0.5, 1.1])), [-0.4, -0.1, 0.5])
+
+
+def test_grpo_advantage_divides_by_unbiased_std_plus_eps() -> None:
+    # std([1, 0, 0, 1]) with Bessel's correction = sqrt(1/3)
+    expected = 0.5 / (math.sqrt(1 / 3) + 1e-4)
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.0, 1.0]), "grpo", eps=1e-4)
+    assert close(adv, [expected, -expected, -expected, expected], tol=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", ["dr_grpo", "grpo"])
+def test_zero_variance_group_gets_exactly_zero_advantage(loss_type: str) -> None:
+    # 0.1 * 3 / 3 != 0.1 in floating point: the zero must be forced, not left to rounding.
+    adv = group_advantages(torch.tensor([0.1, 0.1, 0.1]), loss_type)
+    assert torch.equal(adv, torch.zeros(3))
+    assert torch.equal(group_advantages(torch.tensor([0.7]), loss_type), torch.zeros(1))
+
+
+def test_advantages_broadcast_over_leading_dims_and_ragged_groups() -> None:
+    adv = group_advantages(torch.tensor([[1.0, 0.0], [0.3, 0.3]]))
+    assert close(adv, [[0.5, -0.5], [0.0, 0.0]])
+    ragged = advantages_by_group([1.0, 0.0, 0.0, 0.4, 1.0, 0.4], ["a", "a", "b", "b", "a", "c"])
+    assert close(ragged, [1 / 3, -2 / 3, -0.2, 0.2, 1 / 3, 0.0])
+    with pytest.raises(ValueError):
+        advantages_by_group([1.0], ["a", "b"])
+
+
+# --- loss and gradients --------------------------------------------------------------------------
+
+# Two sequences, width 3; sequence 0 has two completion tokens, sequence 1 one.
+MASK = torch.tensor([[1, 1, 0], [1, 0, 0]])
+
+
+def leaf(values: list[list[float]]) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+
+def test_dr_grpo_on_policy_loss_and_gradient() -> None:
+    logp = leaf([[-1.0, -2.0, -9.0], [-0.5, -7.0, -7.0]])
+    adv = torch.tensor([1.0, -1.0])
+    # ratio == 1 everywhere: loss = -(1 * 2 tokens + (-1) * 1 token) / (T_max=4 * B=2) = -1/8
+    loss, stats = policy_loss(logp, logp.detach(), adv, MASK, max_completion_tokens=4)
+    assert close(loss, -1 / 8)
+    loss.backward()
+    # d loss / d logp_i,t = -A_i * m_i,t / (T_max * B): the plain policy gradient, same weight per token
+    assert close(logp.grad, [[-1 / 8, -1 / 8, 0.0], [1 / 8, 0.0, 0.0]])
+    assert stats.tokens == 3 and stats.clipped_tokens == 0
+    assert stats.ratio_min == stats.ratio_max == 1.0
+
+
+def test_grpo_loss_uses_per_sequence_mean() -> None:
+    logp = leaf([[-1.0, -2.0, -9.0], [-0.5, -7.0, -7.0]])
+    adv = torch.tensor([1.0, -1.0])
+    # loss = (1/B) * [-(1 * 2)/2 + -(-1 * 1)/1] = 0; each token weighs 1/(|o_i| * B)
+    loss, _ = policy_loss(logp, logp.detach(), adv, MASK, loss_type="grpo")
+    assert close(loss, 0.0)
+    loss.backward()
+    assert close(logp.grad, [[-1 / 4, -1 / 4, 0.0], [1 / 2, 0.0, 0.0]])
+
+
+def test_dr_grpo_default_constant_is_tensor_width_and_num_sequences_overrides_batch() -> None:
+    logp = leaf([[-1.0, -2.0, -9.0], [-0.5, -7.0, -7.0]])
+    adv = torch.tensor([1.0, -1.0])
+    loss, _ = policy_loss(logp, logp.detach(), adv, MASK)
+    assert close(loss, -1 / 6)  # constant = T = 3
+    # The first row alone as a micro-batch of a batch of 2: -(2) / (4 * 2)
+    loss0, _ = policy_loss(logp[:1], logp[:1].detach(), adv[:1], MASK[:1], max_completion_tokens=4, num_sequences=2)
+    loss1, _ = policy_loss(logp[1:], logp[1:].detach(), adv[1:], MASK[1:], max_completion_tokens=4, num_sequences=2)
+    full, _ = policy_loss(logp, logp.detach(), adv, MASK, max_completion_tokens=4)
+    assert close(loss0, -2 / 8) and close(loss0 + loss1, full)
+
+
+def test_zero_advantage_gives_zero_loss_and_zero_gradient() -> None:
+    logp = leaf([[-1.0, -2.0, -9.0], [-0.5, -7.0, -7.0]])
+    adv = group_advantages(torch.tensor([0.3, 0.3], dtype=torch.float64))
+    behaviour = logp.detach() + 0.05  # even off-policy
+    loss, _ = policy_loss(logp, behaviour, adv, MASK, max_completion_tokens=4)
+    loss.backward()
+    assert loss.item() == 0.0
+    assert torch.equal(logp.grad, torch.zeros_like(logp))
+
+
+def off_policy_case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Three one-token sequences with ratios 1.5 (A=+1), 1.5 (A=-1), 0.5 (A=-1)."""
+    logp = leaf([[math.log(0.3)], [math.log(0.3)], [math.log(0.1)]])
+    behaviour = torch.tensor([[math.log(0.2)], [math.log(0.2)], [math.log(0.2)]], dtype=torch.float64)
+    adv = torch.tensor([1.0, -1.0, -1.0])
+    return logp, behaviour, adv, torch.ones(3, 1)
+
+
+def test_clipping_on() -> None:
+    logp, behaviour, adv, mask = off_policy_case()
+    loss, stats = policy_loss(logp, behaviour, adv, mask, clip_eps_low=0.2, clip_eps_high=0.2, max_completion_tokens=1)
+    # per token: -min(1.5, 1.2) = -1.2 (clipped); -min(-1.5, -1.2) = 1.5 (not); -min(-0.5, -0.8) = 0.8 (clipped)
+    assert close(loss, (-1.2 + 1.5 + 0.8) / 3)
+    loss.backward()
+    # only the unclipped token has a gradient: d(-rho * A)/d logp = -A * rho / 3 = 1.5 / 3
+    assert close(logp.grad, [[0.0], [0.5], [0.0]])
+    assert stats.clipped_tokens == 2
+    assert stats.ratio_min == pytest.approx(0.5) and stats.ratio_max == pytest.approx(1.5)
+    assert stats.summary()["clip_frac"] == pytest.approx(2 / 3)
+
+
+def test_clipping_off() -> None:
+    logp, behaviour, adv, mask = off_policy_case()
+    loss, stats = policy_loss(
+        logp, behaviour, adv, mask, clip_eps_low=None, clip_eps_high=None, max_completion_tokens=1
+    )
+    assert close(loss, (-1.5 + 1.5 + 0.5) / 3)
+    loss.backward()
+    # d(-rho * A)/d logp = -A * rho, each divided by 3
+    assert close(logp.grad, [[-0.5], [0.5], [0.5 / 3]])
+    assert stats.clipped_tokens == 0
+
+
+def test_asymmetric_clip_only_bounds_one_side() -> None:
+    logp, behaviour, adv, mask = off_policy_case()
+    loss, stats = policy_loss(logp, behaviour, adv, mask, clip_eps_low=None, clip_eps_high=0.6, max_completion_tokens=1)
+    # ceiling 1.6 > 1.5: nothing is clipped above, and there is no floor
+    assert close(loss, (-1.5 + 1.5 + 0.5) / 3)
+    assert stats.clipped_tokens == 0
+
+
+def test_k3_kl_value_and_gradient() -> None:
+    # ref - logp = log 2 on the one completion token: k3 = 2 - log 2 - 1, d k3 / d logp = 1 - 2 = -1
+    logp = leaf([[math.log(0.25), 0.0]])
+    ref = torch.tensor([[math.log(0.5), 123.0]], dtype=torch.float64)  # position 1 is masked out
+    mask = torch.tensor([[1, 0]])
+    loss, stats = policy_loss(
+        logp, logp.detach(), torch.tensor([0.0]), mask, ref_logprobs=ref, kl_coef=0.1, max_completion_tokens=2
+    )
+    k3 = 2 - math.log(2) - 1
+    assert close(loss, 0.1 * k3 / 2)
+    assert stats.summary()["kl"] == pytest.approx(k3)
+    loss.backward()
+    assert close(logp.grad, [[0.1 * -1 / 2, 0.0]])
+
+
+def test_kl_is_zero_at_the_reference_and_required_when_weighted() -> None:
+    logp = leaf([[-1.0, -2.0]])
+    loss, stats = policy_loss(
+        logp, logp.detach(), torch.tensor([0.0]), torch.ones(1, 2), ref_logprobs=logp.detach(), kl_coef=1.0
+    )
+    assert loss.item() == 0.0 and stats.kl_sum == 0.0
+    with pytest.raises(ValueError, match="ref_logprobs"):
+        policy_loss(logp, logp.detach(), torch.tensor([0.0]), torch.ones(1, 2), kl_coef=1.0)
+
+
+def test_garbage_outside_the_mask_is_ignored() -> None:
+    logp = leaf([[-1.0, float("-inf")]])
+    behaviour = torch.tensor([[-1.0, float("nan")]], dtype=torch.float64)
+    loss, stats = policy_loss(logp, behaviour, torch.tensor([2.0]), torch.tensor([[1, 0]]), max_completion_tokens=2)
+    loss.backward()
+    assert close(loss, -2.0 / 2)
+    assert close(logp.grad, [[-1.0, 0.0]])
+    assert math.isfinite(stats.summary()["behaviour_logprob_gap"])
+
+
+def test_shape_mismatch_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="shape mismatch"):
+        policy_loss(torch.zeros(2, 3), torch.zeros(2, 4), torch.zeros(2), torch.ones(2, 3))
+
+
+def test_stats_merge_equals_whole_batch() -> None:
+    logp, behaviour, adv, mask = off_policy_case()
+    ent = torch.tensor([[1.0], [2.0], [3.0]])
+    _, whole = policy_loss(logp, behaviour, adv, mask, entropy=ent)
+    _, a = policy_loss(logp[:1], behaviour[:1], adv[:1], mask[:1], entropy=ent[:1])
+    _, b = policy_loss(logp[1:], behaviour[1:], adv[1:], mask[1:], entropy=ent[1:])
+    merged = LossStats().merge(a).merge(b)
+    assert merged.summary() == pytest.approx(whole.summary())
+    assert whole.summary()["entropy"] == pytest.approx(2.0)
+
+
+def test_token_logprobs_and_entropy() -> None:
+    logits = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [math.log(3.0), 0.0, -math.inf, -math.inf]]])
+    logp, ent = token_logprobs_and_entropy(logits, torch.tensor([[2, 0]]))
+    assert close(logp, [[math.log(0.25), math.log(0.75)]])
+    # uniform over 4: log 4; (0.75, 0.25): -(0.75 log 0.75 + 0.25 log 0.25); -inf logits contribute 0 * -inf
+    h = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    assert ent is not None and ent[0, 0].item() == pytest.approx(math.log(4))
+    assert ent[0, 1].item() == pytest.approx(h)
