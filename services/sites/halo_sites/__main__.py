@@ -1,8 +1,8 @@
 """`python -m halo_sites`: serve the sites service on the configured host and port."""
 
 import uvicorn
-from halo.settings.sites import SitesSettings
 
+from halo.settings.sites import SitesSettings
 from halo_sites.app import create_app
 
 if __name__ == "__main__":

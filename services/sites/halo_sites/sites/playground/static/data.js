@@ -1,0 +1,12 @@
+/* Playground: MiniWoB-style one- to three-step tasks. The task's `config` picks the family and
+ * its parameters (see docs/sites.md); the state holds what the form holds and what was submitted. */
+HALO.defineSite({
+  site: "playground",
+  collections: {},
+  initialState: function (seed, config) {
+    const fields = {};
+    (config.fields || []).forEach(function (f) { fields[f.name] = ""; });
+    return { form: { fields: fields, selected: null, checked: [] }, submission: null };
+  },
+  initialView: function () { return { dropdownOpen: false }; },
+});

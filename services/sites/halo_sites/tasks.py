@@ -1,0 +1,136 @@
+"""The offline clones' task registry and their evaluation through agisdk's own WebCloneEvaluator.
+
+A site is a folder ``halo_sites/sites/<site>/`` with ``tasks/<site>-<n>.json`` (agisdk's v2 task
+schema, id ``local.<site>-<n>``) and ``evals/eval_<site>_<n>.py`` (reads the /finish JSON given as
+its first argument, prints SUCCESS or FAILURE). ``evaluate`` hands a task's JSON file to agisdk's
+``TaskConfig`` and points the evaluator at the site's ``evals/`` folder, so script, jmespath and
+exact-match evals run exactly as they do for REAL's hosted tasks.
+
+Retrieval tasks: agisdk passes only the state to its evals, so ``evaluate`` adds the agent's final
+answer to the state it evaluates as the top-level key ``answer`` (string or null); a jmespath eval
+``{"type": "jmespath", "query": "answer", "expected_value": "..."}`` is then an exact match, and an
+eval script can read ``data["answer"]`` and normalise it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from halo.schemas import Action, Task, ValidationResult
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+SITES_DIR = PACKAGE_DIR / "sites"
+SOLUTIONS_DIR = PACKAGE_DIR / "solutions"
+TASK_PREFIX = "local."
+
+_TASK_FILE = re.compile(r"^(?P<site>[a-z][a-z0-9_]*)-(?P<n>\d+)\.json$")
+_SUPPORTED_EVALS = {"script", "jmespath"}  # llm_boolean needs a hosted LLM: not for offline tasks
+# agisdk's evaluator prints its log to stdout; redirecting stdout is process-wide, hence the lock.
+_EVAL_LOCK = threading.Lock()
+
+
+class TaskFileError(ValueError):
+    """A task file in a site folder breaks the rules in docs/sites.md."""
+
+
+def site_names() -> list[str]:
+    """Every site that has an app page (``sites/<site>/static/index.html``)."""
+    return sorted(p.parent.parent.name for p in SITES_DIR.glob("*/static/index.html"))
+
+
+def site_dir(site: str) -> Path:
+    return SITES_DIR / site
+
+
+def _check_task(task: Task, path: Path, site: str) -> None:
+    expected = f"{TASK_PREFIX}{path.stem}"
+    if task.id != expected:
+        raise TaskFileError(f"{path.name}: id must be {expected!r}, got {task.id!r}")
+    if task.website.id != site:
+        raise TaskFileError(f"{path.name}: website.id must be {site!r}, got {task.website.id!r}")
+    if task.website.url != f"/{site}/":
+        raise TaskFileError(f"{path.name}: website.url must be '/{site}/', got {task.website.url!r}")
+    if not task.evals:
+        raise TaskFileError(f"{path.name}: a task needs at least one eval")
+    for ev in task.evals:
+        kind = ev.get("type") or ("script" if ev.get("script") else "")
+        if kind not in _SUPPORTED_EVALS:
+            raise TaskFileError(
+                f"{path.name}: eval type {kind!r} is not supported offline ({sorted(_SUPPORTED_EVALS)})"
+            )
+        if kind == "script" and not (site_dir(site) / "evals" / ev["script"]).is_file():
+            raise TaskFileError(f"{path.name}: eval script {ev['script']!r} not found in sites/{site}/evals/")
+
+
+@cache
+def _registry() -> dict[str, tuple[Task, Path]]:
+    found: list[tuple[str, int, Task, Path]] = []
+    for site in site_names():
+        for path in (site_dir(site) / "tasks").glob("*.json"):
+            m = _TASK_FILE.match(path.name)
+            if not m or m["site"] != site:
+                raise TaskFileError(f"sites/{site}/tasks/{path.name}: task files are named '{site}-<n>.json'")
+            task = Task.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            _check_task(task, path, site)
+            found.append((site, int(m["n"]), task, path))
+    found.sort(key=lambda t: (t[0], t[1]))
+    return {task.id: (task, path) for _, _, task, path in found}
+
+
+def load_tasks(site: str | None = None) -> list[Task]:
+    """All local tasks, or one site's, ordered by site then number."""
+    return [task.model_copy(deep=True) for task, _ in _registry().values() if site is None or task.domain == site]
+
+
+def get_task(task_id: str) -> Task:
+    """The task with this id (``local.<site>-<n>``); KeyError when there is none."""
+    try:
+        return _registry()[task_id][0].model_copy(deep=True)
+    except KeyError:
+        raise KeyError(f"unknown local task {task_id!r}") from None
+
+
+def task_file(task_id: str) -> Path:
+    return _registry()[task_id][1]
+
+
+def load_solution(task_id: str) -> list[Action]:
+    """The reference solution of a task: the actions that solve it from its /config state."""
+    path = SOLUTIONS_DIR / f"{task_id}.json"
+    return [Action.model_validate(a) for a in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None) -> ValidationResult:
+    """Run the task's evals with agisdk's WebCloneEvaluator on a /finish state (plus ``answer``)."""
+    # agisdk pulls in gymnasium and browsergym on import (about 1.5 s): only when first evaluating.
+    from agisdk.REAL.browsergym.webclones.evaluate import WebCloneEvaluator
+    from agisdk.REAL.browsergym.webclones.task_config import TaskConfig
+
+    config = TaskConfig(str(task_file(task.id)), version="v2", is_path=True)
+    # The documented hook: the evaluator looks for scripts in the config's eval_scripts_dir first.
+    config.eval_scripts_dir = str(site_dir(task.domain) / "evals")
+    evaluator = WebCloneEvaluator(task_config=config)
+    env_state = {**finish_state, "answer": answer}
+    with _EVAL_LOCK, contextlib.redirect_stdout(io.StringIO()):
+        reward, _, _, info = evaluator.evaluate(env_state, answer)
+    details: list[str] = []
+    for ev, (ok, extra) in zip(task.evals, info["results"], strict=True):
+        what = ev.get("script") or ev.get("query") or ev.get("type", "eval")
+        if isinstance(extra, dict) and "output" in extra:
+            outcome = extra["output"] or (extra.get("stderr") or "no output")[-300:]
+        elif isinstance(extra, dict) and "actual_value" in extra:
+            outcome = f"got {extra['actual_value']!r}, expected {extra['expected_value']!r}"
+        else:
+            outcome = str(extra)[:300]
+        details.append(f"{'ok' if ok else 'failed'}: {what}: {outcome}")
+    success = all(ok for ok, _ in info["results"])
+    return ValidationResult(
+        task_id=task.id, success=success, reward=float(reward), details=details, finish_state=finish_state
+    )
