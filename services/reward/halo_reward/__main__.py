@@ -1,8 +1,8 @@
 """`python -m halo_reward`: serve the reward service on the configured host and port."""
 
 import uvicorn
-from halo.settings.reward import RewardSettings
 
+from halo.settings.reward import RewardSettings
 from halo_reward.app import create_app
 
 if __name__ == "__main__":

@@ -40,6 +40,15 @@ class RewardRequest(Message):
     truncated: bool = False
     task_success: bool | None = None  # the environment's validated verdict when the episode ended
     infra_error: bool = False  # browser crash / timeout: no reward, flagged for the trainer
+    # The environment's `last_action_error` when the page could not take a well-formed action
+    # (agent's fault, e.g. unknown element id): scored like an invalid action.
+    action_error: Annotated[str, Field(max_length=2000)] | None = None
+    # Transitions sharing a group_id are compared to each other (the service reports
+    # `frac_reward_zero_std` over the groups it has seen).
+    group_id: Id | None = None
+    # The transition this one continues from. Forks of one state share the parent, so siblings
+    # are scored against the same episode memory; None continues from the episode's latest.
+    parent_transition_id: Id | None = None
 
 
 class RewardBreakdown(Message):
