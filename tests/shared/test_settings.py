@@ -1,0 +1,49 @@
+"""Settings: environment overrides, frozen, documented, secrets masked when logged."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import ValidationError
+
+from halo.settings import resolved
+from halo.settings.env import EnvSettings
+from halo.settings.policy import PolicySettings
+from halo.settings.reward import RewardSettings
+from halo.settings.sites import SitesSettings
+from halo.settings.trainer import TrainerSettings
+
+ALL = [EnvSettings, PolicySettings, RewardSettings, SitesSettings, TrainerSettings]
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_every_field_is_documented(cls):
+    for name, field in cls.model_fields.items():
+        assert field.description, f"{cls.__name__}.{name} has no description"
+
+
+def test_environment_overrides_and_frozen(monkeypatch):
+    monkeypatch.setenv("HALO_ENV_PORT", "9123")
+    monkeypatch.setenv("HALO_REDIS_URL", "redis://example:1/2")
+    s = EnvSettings()
+    assert s.port == 9123 and s.redis_url == "redis://example:1/2"
+    with pytest.raises(ValidationError):
+        s.port = 1
+
+
+def test_bad_value_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HALO_REWARD_PORT", "not-a-port")
+    with pytest.raises(ValidationError, match="port"):
+        RewardSettings()
+
+
+def test_secrets_are_masked(monkeypatch, caplog):
+    monkeypatch.setenv("HALO_TRAINER_API_TOKEN", "s3cret-token")
+    out = resolved(TrainerSettings())
+    assert out["api_token"] == "***"
+    from halo.settings import log_settings
+
+    with caplog.at_level(logging.INFO):
+        log_settings(TrainerSettings(), logging.getLogger("t"))
+    assert "s3cret-token" not in caplog.text
