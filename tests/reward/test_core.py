@@ -237,3 +237,10 @@ def test_rules_files_are_checked(tmp_path: Path) -> None:
     (tmp_path / "gomail.yaml").write_text("milestones:\n  x:\n    wieght: 1\n")
     with pytest.raises(ValueError, match="gomail.yaml"):
         RuleBook.load(tmp_path)
+
+
+def test_typing_ever_new_text_earns_bounded_novelty() -> None:
+    states = [state(exposed=False, axtree=f'[1] textbox "Search" value="{"x" * i}"') for i in range(31)]
+    outs, memory = run("omnizon", states, actions=[click(i, 1) for i in range(30)])
+    assert sum(o.novelty for o in outs) == pytest.approx(0.2 * 10) and memory.novelty_paid == 10
+    assert sum(o.total for o in outs) == pytest.approx(0.1 * 30 + 0.2 * 10)

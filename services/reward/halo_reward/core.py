@@ -10,7 +10,8 @@ about how a reward is made is in ``score``:
    already had. ``milestone`` mode pays their weights once per episode; ``potential`` mode pays
    ``gamma * phi(s') - phi(s)`` with phi = summed weights of milestones reached (0 at the end of
    an episode when ``terminal_zero``), so shaping cannot change which policy is optimal.
-4. Novelty: +novelty the first time the episode branch reaches a state (URL + state hash).
+4. Novelty: +novelty the first time the episode branch reaches a state (URL + state hash), at
+   most ``novelty_limit`` times per episode.
 5. Loop: penalty for returning to an earlier state, repeating an action that changed nothing
    from the same state, or ``stall_limit`` no-effect steps in a row.
 6. Step cost, then the success bonus (once per episode) when the evaluator says success.
@@ -41,6 +42,7 @@ class EpisodeMemory(BaseModel):
     visited: list[str] = Field(default_factory=list)  # state keys, oldest first, bounded
     tried: list[str] = Field(default_factory=list)  # hashes of (state key, action), oldest first, bounded
     stall: Annotated[int, Field(ge=0)] = 0  # consecutive valid steps that changed nothing
+    novelty_paid: Annotated[int, Field(ge=0)] = 0  # new states paid so far (bounded by novelty_limit)
     success_paid: bool = False
     episode_return: float = 0.0
 
@@ -98,7 +100,9 @@ def score(
     stall = 0 if changed else memory.stall + int(valid)
     tried = memory.tried
     if next_key not in visited:
-        out.novelty = shaping.novelty
+        # Bounded: typing ever-new text reaches ever-new states, and must not out-earn the task.
+        if memory.novelty_paid < shaping.novelty_limit:
+            out.novelty = shaping.novelty
     elif changed:
         out.loop_penalty = shaping.loop  # came back to a state this episode already left
     if valid and not changed and req.action is not None:
@@ -125,6 +129,7 @@ def score(
         visited=visited if next_key in visited else _remember(visited, next_key, opts.max_remembered),
         tried=tried,
         stall=stall,
+        novelty_paid=memory.novelty_paid + (out.novelty != 0),
         success_paid=success_paid,
         episode_return=round(memory.episode_return + out.total, 6),
     )

@@ -93,6 +93,7 @@ class Shaping(_Strict):
     invalid: float = -0.5  # unparseable answer or bad arguments
     action_error: float = -0.5  # well-formed action the page could not take (env's last_action_error)
     novelty: float = 0.2  # next state never seen before in this episode branch
+    novelty_limit: Annotated[int, Field(ge=0, le=10_000)] = 10  # novelty pays at most this often per episode
     loop: float = -1.0  # returned to an earlier state, repeated an ineffective action, or stalled
     stall_limit: Annotated[int, Field(ge=0, le=100)] = 3  # this many no-effect steps in a row is a loop; 0: off
     step_cost: float = 0.0  # added to every scored transition (negative to favour short episodes)
