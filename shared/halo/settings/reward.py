@@ -33,7 +33,9 @@ class RewardSettings(HaloSettings):
         True, description="Potential shaping: phi = 0 at the end of an episode (needed for policy invariance)"
     )
     key_prefix: str = Field("halo:reward:", description="Prefix of every Redis key the service writes")
-    memory_ttl_s: int = Field(86_400, ge=60, description="Lifetime of episode memory and stored answers, seconds")
+    memory_ttl_s: int = Field(
+        3_600, ge=60, description="Lifetime of episode memory, stored answers and group stats, seconds"
+    )
     claim_ttl_ms: int = Field(
         10_000, ge=100, description="How long a worker may hold a transition it is scoring, milliseconds"
     )
