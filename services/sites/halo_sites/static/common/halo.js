@@ -172,6 +172,7 @@
       siteDef = def;
       window.__HALO__ = { site: def.site, finish: finish };
     },
+    site: function () { return siteDef; },
     reset: reset,
     finish: finish,
     meta: function () { ensureEpisode(); return load("meta", {}); },

@@ -1,0 +1,115 @@
+"""Screenshots of each clone's main pages at 1280x720 for the docs.
+
+    python -m halo_sites.screenshots [--out docs/img/sites] [--only gomail]
+
+Starts the clone server on a free port, opens each page in Chromium (async Playwright) and saves
+``<out>/<site>-<page>.png``. A page is a task reset (``/config``), a hash route and a few clicks on
+``data-halo-id`` controls, so the pictures show real states, not mock-ups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+from pathlib import Path
+
+import uvicorn
+from playwright.async_api import async_playwright
+
+from halo_sites.app import create_app
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+# (file stem, site, task id or None, hash route, [(action, halo-id, text)])
+PAGES: list[tuple[str, str, str | None, str, list[tuple[str, str, str]]]] = [
+    ("playground-click-fixed", "playground", "local.playground-1", "", []),
+    ("playground-click-moving", "playground", "local.playground-2", "", []),
+    ("playground-click-named", "playground", "local.playground-5", "", []),
+    ("playground-type", "playground", "local.playground-7", "", []),
+    ("playground-select", "playground", "local.playground-9", "", [("click", "dropdown", "")]),
+    ("playground-check", "playground", "local.playground-10", "", []),
+    ("gomail-inbox", "gomail", None, "#/inbox", []),
+    ("gomail-email", "gomail", None, "#/inbox", [("click", "email-e01", "")]),
+    (
+        "gomail-compose",
+        "gomail",
+        None,
+        "#/inbox",
+        [("click", "compose", ""), ("fill", "to", "sam.lee@acme.com"), ("fill", "subject", "Lunch on Friday")],
+    ),
+    ("gomail-sent", "gomail", None, "#/sent", []),
+    ("gomail-search", "gomail", None, "#/search/deals", []),
+    ("gocalendar-week", "gocalendar", None, "#/week", []),
+    ("gocalendar-month", "gocalendar", None, "#/month", []),
+    ("gocalendar-create", "gocalendar", None, "#/week", [("click", "create", "")]),
+    ("gocalendar-event", "gocalendar", None, "#/week", [("click", "event-ev01", "")]),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def shoot(out: Path, only: str | None, chromium: str) -> list[Path]:
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    saved: list[Path] = []
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=chromium or None, args=CHROMIUM_ARGS)
+            for stem, site, task_id, route, steps in PAGES:
+                if only and site != only:
+                    continue
+                context = await browser.new_context(viewport={"width": 1280, "height": 720})
+                page = await context.new_page()
+                query = f"?task_id={task_id}&seed=0" if task_id else "?seed=0"
+                await page.goto(f"{base}/{site}/config{query}")
+                await page.wait_for_load_state("load")
+                if route:
+                    await page.goto(f"{base}/{site}/{route}")
+                for action, halo_id, text in steps:
+                    target = page.locator(f'[data-halo-id="{halo_id}"]')
+                    if action == "click":
+                        await target.click()
+                    else:
+                        await target.fill(text)
+                path = out / f"{stem}.png"
+                await page.screenshot(path=str(path))
+                saved.append(path)
+                await context.close()
+            await browser.close()
+    finally:
+        server.should_exit = True
+        await serving
+    return saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs/img/sites"))
+    parser.add_argument("--only", help="one site")
+    parser.add_argument("--chromium", default="/usr/bin/chromium", help="Chromium executable ('' = Playwright's)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in asyncio.run(shoot(args.out, args.only, args.chromium)):
+        logging.getLogger("halo_sites.screenshots").info("saved %s", path)
+
+
+if __name__ == "__main__":
+    main()
