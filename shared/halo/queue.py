@@ -119,6 +119,16 @@ class StreamQueue(Generic[M]):
             pipe.xack(self.stream, self.group, delivery.entry_id)
             await pipe.execute()
 
+    async def touch(self, consumer: str, delivery: Delivery[M]) -> None:
+        """Heartbeat for a long job: reset its idle time so no other consumer reclaims it.
+
+        XCLAIM with JUSTID does not count as a delivery, so heartbeats never push a live job
+        towards the dead-letter stream.
+        """
+        await self.redis.xclaim(
+            self.stream, self.group, consumer, min_idle_time=0, message_ids=[delivery.entry_id], justid=True
+        )
+
     async def is_done(self, dedup_id: str) -> bool:
         return bool(await self.redis.exists(self._done_key(dedup_id)))
 

@@ -146,3 +146,16 @@ async def test_consumer_killed_mid_job_is_reclaimed_and_finished_exactly_once(ar
     await q.publish(Job(job_id="job-1", payload=21), dedup_id="job-1")
     assert await q.process("survivor", handle, block_ms=100) == 0
     assert await aredis.hget(f"{stream}:finished_count", "job-1") == b"1"
+
+
+async def test_heartbeat_keeps_a_long_job_from_being_reclaimed(aredis, key_prefix):
+    q = make_queue(aredis, key_prefix, claim_idle_ms=150)
+    await q.publish(Job(job_id="long"))
+    [d] = await q.consume("busy", block_ms=100)
+    for _ in range(4):
+        await asyncio.sleep(0.08)
+        await q.touch("busy", d)
+        assert await q.consume("thief", block_ms=10) == []
+    await asyncio.sleep(0.2)  # the heartbeat stops: the job is reclaimable, heartbeats not counted
+    [again] = await q.consume("thief", block_ms=10)
+    assert again.entry_id == d.entry_id and again.deliveries == 2

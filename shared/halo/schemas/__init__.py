@@ -36,6 +36,7 @@ from halo.schemas.rollout import (
     PolicyVersion,
     PromptRecord,
     RolloutJob,
+    RolloutResult,
     Transition,
 )
 from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus
@@ -66,6 +67,7 @@ __all__ = [
     "RewardBreakdown",
     "RewardRequest",
     "RolloutJob",
+    "RolloutResult",
     "RunEvent",
     "RunSpec",
     "RunState",

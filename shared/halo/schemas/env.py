@@ -57,6 +57,8 @@ class Observation(BaseModel):
     # progress milestones), read in-page through `window.__HALO__.finish()` without navigating.
     # None for sites that do not expose their state (hosted REAL sites mid-episode).
     site_state: dict[str, Any] | None = None
+    # Requests and navigations the network allowlist refused since the previous observation.
+    blocked_requests: list[str] = Field(default_factory=list)
     terminated: bool = False  # the agent ended the episode (terminate/answer) or the task ended it
     truncated: bool = False  # max steps reached
 

@@ -97,3 +97,20 @@ class EpisodeSummary(Message):
     infra_error: bool = False
     actions: list[str] = Field(default_factory=list)
     screenshots: list[str] = Field(default_factory=list)  # sha256 per step, for filmstrips
+
+
+class RolloutResult(Message):
+    """Everything one rollout job produced, published as one entry of the run's results stream.
+
+    One entry per job keeps a group's transitions together (the learner needs all of a group to
+    compute its advantages) and lets the learner acknowledge a job's data as one unit.
+    """
+
+    job_id: Id
+    run_id: Id
+    purpose: Literal["train", "eval"] = "train"
+    policy_version: Annotated[int, Field(ge=0)]
+    transitions: list[Transition] = Field(default_factory=list)
+    episodes: list[EpisodeSummary] = Field(default_factory=list)
+    infra_error: str | None = None  # the job failed for infrastructure reasons; nothing to learn from
+    elapsed_s: float = 0.0

@@ -1,0 +1,348 @@
+"""Rollouts: play one ``RolloutJob`` through the environment, policy and reward services.
+
+Step groups (the seeds' algorithm), one group per visited state::
+
+    obs = env.reset(task)
+    repeat until the episode ends:
+        N candidates = policy.sample(obs, n=N)            # one vLLM request, behaviour log-probs kept
+        N forks      = env.fork(session, N)               # identical browser state, copied
+        execute candidate i in fork i; reward_i = reward(obs -> obs_i)
+        group = N transitions sharing a group_id          # A_i = r_i - mean(r) in the learner
+        continue from one fork (sampled | best | random), close the others
+
+Episode groups: N independent episodes of the same task and seed (one sample per step); every
+transition of episode i is credited the episode's return (A_i = R_i - mean(R) in the learner).
+
+Infrastructure failures (browser crash, timeouts, a service down) are never scored: the
+transition is flagged ``infra_error`` and the learner drops it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from halo.clients import EnvClient, RewardClient, ServiceError
+from halo.policy_client import Candidate, PolicyClient, PolicyError
+from halo.schemas import (
+    BranchPolicy,
+    EpisodeSummary,
+    ErrorKind,
+    GroupMode,
+    Observation,
+    PolicyVersion,
+    PromptRecord,
+    RewardBreakdown,
+    RewardRequest,
+    RolloutJob,
+    RolloutResult,
+    StateSummary,
+    StepResponse,
+    Transition,
+)
+
+logger = logging.getLogger("halo.trainer.rollout")
+
+
+@dataclass
+class Services:
+    env: EnvClient
+    policy: PolicyClient
+    reward: RewardClient
+    # The run's current policy version, read before every sample: a job does not pin a version,
+    # each transition records the one that produced it, and the learner drops stale ones.
+    current_policy: Callable[[str], Awaitable[PolicyVersion]]
+
+
+@dataclass
+class Branch:
+    """One candidate executed in its own fork."""
+
+    candidate: Candidate
+    session_id: str
+    step: StepResponse | None  # None when the candidate did not parse (nothing was executed)
+    reward: RewardBreakdown
+    infra_error: bool
+
+
+def _summary(obs: Observation) -> StateSummary:
+    return StateSummary(
+        url=obs.url, axtree=obs.axtree[:400_000], site_state=obs.site_state, screenshot_sha256=obs.screenshot.sha256
+    )
+
+
+def _domain(task_id: str) -> str:
+    # local.gomail-3 / v2.gomail-3 -> gomail
+    return task_id.split(".", 1)[-1].rsplit("-", 1)[0]
+
+
+async def _execute(
+    svc: Services,
+    job: RolloutJob,
+    episode_id: str,
+    step: int,
+    obs: Observation,
+    session_id: str,
+    cand: Candidate,
+    transition_id: str,
+) -> Branch:
+    """Run one candidate in its session and score it."""
+    result: StepResponse | None = None
+    infra = False
+    if cand.action is not None:
+        try:
+            result = await svc.env.step(session_id, cand.action)
+            infra = result.observation.last_action_error_kind is ErrorKind.INFRA
+        except ServiceError as exc:
+            logger.warning("job %s step %d: env failed: %s", job.job_id, step, exc)
+            infra = True
+    nxt = result.observation if result is not None else obs
+    request = RewardRequest(
+        transition_id=transition_id,
+        run_id=job.run_id,
+        episode_id=episode_id,
+        task_id=job.task_id,
+        domain=_domain(job.task_id),
+        goal=obs.goal[:4000],
+        step=step,
+        prev=_summary(obs),
+        next=_summary(nxt),
+        action=cand.action,
+        parse_error=cand.parse_error,
+        terminated=bool(result and result.terminated),
+        truncated=bool(result and result.truncated),
+        task_success=(result.info.get("task_success") if result is not None else None),
+        infra_error=infra,
+    )
+    try:
+        reward = await svc.reward.reward(request)
+    except ServiceError as exc:
+        logger.warning("job %s step %d: reward failed: %s", job.job_id, step, exc)
+        reward, infra = RewardBreakdown(transition_id=transition_id, infra_error=True), True
+    return Branch(cand, session_id, result, reward, infra or reward.infra_error)
+
+
+def _transition(
+    job: RolloutJob,
+    episode_id: str,
+    group_id: str,
+    step: int,
+    prompt: PromptRecord,
+    version: int,
+    branch: Branch,
+    transition_id: str,
+) -> Transition:
+    res = branch.step
+    return Transition(
+        transition_id=transition_id,
+        run_id=job.run_id,
+        job_id=job.job_id,
+        episode_id=episode_id,
+        group_id=group_id,
+        task_id=job.task_id,
+        step=step,
+        policy_version=version,
+        prompt=prompt,
+        completion_text=branch.candidate.text[:20_000],
+        completion_token_ids=branch.candidate.token_ids,
+        behaviour_logprobs=branch.candidate.logprobs,
+        action=branch.candidate.action,
+        parse_error=branch.candidate.parse_error,
+        reward=branch.reward,
+        terminated=bool(res and res.terminated),
+        truncated=bool(res and res.truncated),
+        task_success=res.info.get("task_success") if res is not None else None,
+        infra_error=branch.infra_error,
+    )
+
+
+def _ended(branch: Branch) -> bool:
+    res = branch.step
+    return bool(res and (res.terminated or res.truncated))
+
+
+def _choose(branches: Sequence[Branch], policy: BranchPolicy, rng: random.Random) -> int:
+    usable = [i for i, b in enumerate(branches) if not b.infra_error] or list(range(len(branches)))
+    if policy is BranchPolicy.BEST:
+        return max(usable, key=lambda i: (branches[i].reward.total, -i))
+    if policy is BranchPolicy.RANDOM:
+        return rng.choice(usable)
+    return usable[0]  # SAMPLED: candidate 0 is an ordinary on-policy sample
+
+
+async def _sample(
+    svc: Services, job: RolloutJob, obs: Observation, history: list[str], n: int, step: int, episode: int = 0
+):
+    png = await svc.env.screenshot(obs.screenshot.sha256)
+    version = await svc.current_policy(job.run_id) if job.purpose == "train" else job.policy
+    seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
+    result = await svc.policy.sample_actions(
+        png, obs.goal, history, n=n, temperature=job.temperature, seed=seed, model=version.adapter_name
+    )
+    prompt = PromptRecord(
+        goal=obs.goal,
+        history=list(history),
+        screenshot_sha256=obs.screenshot.sha256,
+        prompt_token_ids=result.prompt_token_ids,
+    )
+    return result.candidates, prompt, version.version
+
+
+async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
+    """One episode that branches N ways at every state (see module docstring)."""
+    rng = random.Random(job.seed)
+    episode_id = f"{job.job_id}-e0"
+    reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
+    session, obs = reset.observation.session_id, reset.observation
+    transitions: list[Transition] = []
+    history: list[str] = []
+    actions, shots, ret, valid, success = [], [obs.screenshot.sha256], 0.0, 0, None
+    try:
+        for step in range(job.max_steps):
+            candidates, prompt, version = await _sample(svc, job, obs, history, job.group_size, step)
+            fork = await svc.env.fork(session, len(candidates))
+            forks = [f.observation.session_id for f in fork.sessions]
+            ids = [f"{job.job_id}-s{step}-c{i}" for i in range(len(candidates))]
+            branches = await asyncio.gather(
+                *(
+                    _execute(svc, job, episode_id, step, obs, sid, cand, tid)
+                    for sid, cand, tid in zip(forks, candidates, ids, strict=True)
+                )
+            )
+            group_id = f"{job.group_id}-s{step}"
+            transitions += [
+                _transition(job, episode_id, group_id, step, prompt, version, b, t)
+                for b, t in zip(branches, ids, strict=True)
+            ]
+            chosen = _choose(branches, job.branch, rng)
+            keep = branches[chosen]
+            await asyncio.gather(
+                svc.env.close(session), *(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen)
+            )
+            session = keep.session_id
+            ret += keep.reward.total
+            valid += keep.candidate.action is not None
+            if keep.candidate.action is not None:
+                history.append(keep.candidate.action.short())
+                actions.append(keep.candidate.action.short())
+            else:
+                actions.append(f"<invalid: {keep.candidate.parse_error.reason.value}>")
+            if keep.step is not None:
+                obs = keep.step.observation
+                shots.append(obs.screenshot.sha256)
+            if keep.infra_error or _ended(keep):
+                success = keep.step.info.get("task_success") if keep.step is not None else None
+                break
+    finally:
+        await svc.env.close(session)
+    summary = EpisodeSummary(
+        run_id=job.run_id,
+        job_id=job.job_id,
+        episode_id=episode_id,
+        group_id=job.group_id,
+        task_id=job.task_id,
+        policy_version=job.policy.version,
+        purpose=job.purpose,
+        steps=len(actions),
+        episode_return=ret,
+        success=success,
+        valid_actions=valid,
+        infra_error=any(t.infra_error for t in transitions),
+        actions=actions,
+        screenshots=shots,
+    )
+    return RolloutResult(
+        job_id=job.job_id,
+        run_id=job.run_id,
+        purpose=job.purpose,
+        policy_version=job.policy.version,
+        transitions=transitions,
+        episodes=[summary],
+    )
+
+
+async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Transition], EpisodeSummary]:
+    """One plain episode: one sample per step (greedy when temperature is 0)."""
+    episode_id = f"{job.job_id}-e{index}"
+    reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
+    session, obs = reset.observation.session_id, reset.observation
+    transitions: list[Transition] = []
+    history: list[str] = []
+    actions, shots, valid, success, infra = [], [obs.screenshot.sha256], 0, None, False
+    try:
+        for step in range(job.max_steps):
+            [cand], prompt, version = await _sample(svc, job, obs, history, 1, step, episode=index)
+            tid = f"{job.job_id}-e{index}-s{step}"
+            branch = await _execute(svc, job, episode_id, step, obs, session, cand, tid)
+            transitions.append(_transition(job, episode_id, job.group_id, step, prompt, version, branch, tid))
+            valid += cand.action is not None
+            actions.append(cand.action.short() if cand.action else f"<invalid: {cand.parse_error.reason.value}>")
+            if cand.action is not None:
+                history.append(cand.action.short())
+            if branch.step is not None:
+                obs = branch.step.observation
+                shots.append(obs.screenshot.sha256)
+            infra |= branch.infra_error
+            if branch.infra_error or _ended(branch):
+                success = branch.step.info.get("task_success") if branch.step is not None else None
+                break
+    finally:
+        await svc.env.close(session)
+    ret = sum(t.reward.total for t in transitions)
+    for t in transitions:
+        t.episode_return = ret
+    summary = EpisodeSummary(
+        run_id=job.run_id,
+        job_id=job.job_id,
+        episode_id=episode_id,
+        group_id=job.group_id,
+        task_id=job.task_id,
+        policy_version=job.policy.version,
+        purpose=job.purpose,
+        steps=len(actions),
+        episode_return=ret,
+        success=success,
+        valid_actions=valid,
+        infra_error=infra,
+        actions=actions,
+        screenshots=shots,
+    )
+    return transitions, summary
+
+
+async def run_episode_group(svc: Services, job: RolloutJob) -> RolloutResult:
+    """N full episodes of the same task and seed; advantages come from their returns."""
+    played = await asyncio.gather(*(_episode(svc, job, i) for i in range(job.group_size)))
+    return RolloutResult(
+        job_id=job.job_id,
+        run_id=job.run_id,
+        purpose=job.purpose,
+        policy_version=job.policy.version,
+        transitions=[t for ts, _ in played for t in ts],
+        episodes=[s for _, s in played],
+    )
+
+
+async def run_job(svc: Services, job: RolloutJob) -> RolloutResult:
+    """Play a job; an infrastructure failure becomes a result that says so (never a score)."""
+    started = time.perf_counter()
+    try:
+        if job.group_mode is GroupMode.STEP and job.group_size > 1:
+            result = await run_step_groups(svc, job)
+        else:
+            result = await run_episode_group(svc, job)
+    except (ServiceError, PolicyError) as exc:
+        logger.warning("job %s failed on infrastructure: %s", job.job_id, exc)
+        result = RolloutResult(
+            job_id=job.job_id,
+            run_id=job.run_id,
+            purpose=job.purpose,
+            policy_version=job.policy.version,
+            infra_error=str(exc)[:1000],
+        )
+    result.elapsed_s = time.perf_counter() - started
+    return result
