@@ -1,8 +1,8 @@
 """`python -m halo_env`: serve the env service on the configured host and port."""
 
 import uvicorn
-from halo.settings.env import EnvSettings
 
+from halo.settings.env import EnvSettings
 from halo_env.app import create_app
 
 if __name__ == "__main__":

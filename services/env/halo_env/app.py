@@ -1,19 +1,159 @@
-"""HALO env service (placeholder until its issue fills it: answers health and readiness)."""
+"""HALO env service: browser sessions over REST (routes only; the loop lives in ``sessions.py``).
+
+Playwright, the browser pool and the session manager are created in the app's lifespan and
+reached through ``request.app.state``: nothing browser-related exists at module level.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import JSONResponse, Response
+from playwright.async_api import async_playwright
+
 from halo.logging import setup_logging
-from halo.service import add_health_routes, install_error_handlers
+from halo.schemas import (
+    CreateSessionRequest,
+    ErrorResponse,
+    ForkRequest,
+    ForkResponse,
+    ResetResponse,
+    SessionInfo,
+    Snapshot,
+    StepRequest,
+    StepResponse,
+    Task,
+    ValidationResult,
+)
+from halo.screenshots import ScreenshotStore
+from halo.service import ServiceError, add_health_routes, install_error_handlers
 from halo.settings import log_settings
 from halo.settings.env import EnvSettings
+from halo_env.backends.base import TaskBackend
+from halo_env.backends.local import LocalCloneBackend
+from halo_env.backends.real import RealBackend
+from halo_env.pool import BrowserPool
+from halo_env.sessions import SessionManager
+
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a snapshot carries a site's whole localStorage; nothing else is near this
 
 
-def create_app(settings: EnvSettings | None = None) -> FastAPI:
+def _manager(request: Request) -> SessionManager:
+    return request.app.state.manager
+
+
+Manager = Annotated[SessionManager, Depends(_manager)]
+
+
+def default_backends(settings: EnvSettings) -> list[TaskBackend]:
+    return [LocalCloneBackend(settings.sites_url), RealBackend(settings)]
+
+
+def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] | None = None) -> FastAPI:
     settings = settings or EnvSettings()
     logger = setup_logging("env", settings.log_level)
-    log_settings(settings, logger)
-    app = FastAPI(title="HALO env")
+    chosen = backends if backends is not None else default_backends(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        log_settings(settings, logger)
+        async with async_playwright() as playwright:
+            pool = BrowserPool(playwright, settings)
+            store = ScreenshotStore(settings.screenshots_dir)
+            manager = SessionManager(settings, pool, chosen, store)
+            app.state.pool, app.state.manager, app.state.store = pool, manager, store
+            reaper = asyncio.create_task(manager.reap_forever())
+            try:
+                yield
+            finally:
+                reaper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reaper
+                await manager.close_all()
+                await pool.close()
+                logger.info("env service stopped: every session and browser closed")
+
+    app = FastAPI(title="HALO env", lifespan=lifespan)
     install_error_handlers(app)
-    add_health_routes(app, "env")
+
+    async def probe_browser() -> None:
+        await app.state.pool.probe()
+
+    add_health_routes(app, "env", {"browser": probe_browser}, timeout_s=settings.launch_timeout_s)
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):  # type: ignore[no-untyped-def]
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            error = ErrorResponse(error=f"request body too large or unsized (max {MAX_BODY_BYTES} bytes)")
+            return JSONResponse(error.model_dump(), status_code=413)
+        return await call_next(request)
+
+    @app.post("/sessions", response_model=ResetResponse, tags=["sessions"])
+    async def create_session(body: CreateSessionRequest, m: Manager) -> ResetResponse:
+        return await m.create(body)
+
+    @app.get("/sessions", response_model=list[SessionInfo], tags=["sessions"])
+    async def list_sessions(m: Manager) -> list[SessionInfo]:
+        return m.list()
+
+    @app.post("/sessions/restore", response_model=ResetResponse, tags=["sessions"])
+    async def restore_session(body: Snapshot, m: Manager) -> ResetResponse:
+        return await m.restore(body)
+
+    @app.post("/sessions/{session_id}/step", response_model=StepResponse, tags=["sessions"])
+    async def step(session_id: str, body: StepRequest, m: Manager) -> StepResponse:
+        return await m.step(session_id, body.action)
+
+    @app.post("/sessions/{session_id}/fork", response_model=ForkResponse, tags=["sessions"])
+    async def fork(session_id: str, body: ForkRequest, m: Manager) -> ForkResponse:
+        return await m.fork(session_id, body.n)
+
+    @app.get("/sessions/{session_id}/snapshot", response_model=Snapshot, tags=["sessions"])
+    async def snapshot(session_id: str, m: Manager) -> Snapshot:
+        return await m.snapshot(session_id)
+
+    @app.post("/sessions/{session_id}/validate", response_model=ValidationResult, tags=["sessions"])
+    async def validate(session_id: str, m: Manager) -> ValidationResult:
+        return await m.validate(session_id)
+
+    @app.delete("/sessions/{session_id}", tags=["sessions"])
+    async def close_session(session_id: str, m: Manager) -> dict:
+        await m.close(session_id)
+        return {"closed": session_id}
+
+    @app.get("/screenshots/{sha256}", tags=["screenshots"], response_class=Response)
+    async def screenshot(sha256: str, request: Request) -> Response:
+        store: ScreenshotStore = request.app.state.store
+        try:
+            png = await asyncio.to_thread(store.get, sha256)
+        except ValueError:
+            raise ServiceError(422, "not a sha256 hex digest (64 lowercase hex characters)") from None
+        except FileNotFoundError:
+            raise ServiceError(404, f"no screenshot {sha256}") from None
+        return Response(png, media_type="image/png", headers={"Cache-Control": "public, max-age=31536000, immutable"})
+
+    @app.get("/tasks", response_model=list[Task], tags=["tasks"])
+    async def tasks(
+        m: Manager, domain: Annotated[str | None, Query(max_length=40, pattern=r"^[a-z0-9_\-]+$")] = None
+    ) -> list[Task]:
+        return m.tasks(domain)
+
+    @app.get("/stats", tags=["ops"])
+    async def stats(request: Request, m: Manager) -> dict:
+        pool: BrowserPool = request.app.state.pool
+        memory = await asyncio.to_thread(pool.memory_bytes)
+        sessions = len(m.list())
+        return {
+            **pool.stats(),
+            "sessions": sessions,
+            "browser_memory_bytes": memory,
+            "memory_per_session_bytes": memory // sessions if sessions else None,
+        }
+
     return app

@@ -1,0 +1,237 @@
+"""The scripts the environment runs inside pages (each one `page.evaluate` call, always under a timeout).
+
+OBSERVE does everything an observation needs in one round trip: it numbers the visible interactive
+elements that lack a ``data-halo-id`` (in document order, renumbered on every observation so the
+ids are a function of the DOM alone: a fork sees the same ids as its parent), renders the
+accessibility-tree text, reads ``window.__HALO__.finish()`` when the page defines it, and captures
+the page state a fork or a crash recovery needs (storage of the page's origin, scroll positions,
+form values, focus).
+"""
+
+from __future__ import annotations
+
+# Shared helpers, inlined into each script.
+_HELPERS = r"""
+const INTERACTIVE = 'a[href],button,input:not([type=hidden]),select,textarea,summary,[role=button],' +
+  '[role=link],[role=checkbox],[role=radio],[role=tab],[role=menuitem],[role=menuitemcheckbox],' +
+  '[role=option],[role=switch],[role=combobox],[role=textbox],[role=searchbox],[role=slider],' +
+  '[role=treeitem],[contenteditable=""],[contenteditable=true],[onclick],[tabindex]:not([tabindex="-1"])';
+const shown = (el) => {
+  if (el.checkVisibility && !el.checkVisibility({checkVisibilityCSS: true})) return false;
+  const r = el.getBoundingClientRect();
+  return r.width > 0 && r.height > 0;
+};
+const cssPath = (el) => {
+  const parts = [];
+  for (let e = el; e && e.nodeType === 1 && e !== document.documentElement; e = e.parentElement) {
+    let i = 1;
+    for (let s = e.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === e.tagName) i++;
+    parts.unshift(`${e.tagName.toLowerCase()}:nth-of-type(${i})`);
+  }
+  return parts.length ? 'html > ' + parts.join(' > ') : 'html';
+};
+"""
+
+# The page state a snapshot needs beyond cookies: storage of the page's origin, scroll, form fields
+# whose value differs from the markup's, and focus with its text selection.
+_CAPTURE_FN = r"""
+  function capturePage() {
+  const dump = (store) => {
+    const out = {};
+    try { for (let i = 0; i < store.length; i++) { const k = store.key(i); out[k] = store.getItem(k); } } catch (e) {}
+    return out;
+  };
+  const fields = [];
+  for (const el of document.querySelectorAll('input,textarea,select')) {
+    if (el.type === 'checkbox' || el.type === 'radio') {
+      if (el.checked !== el.defaultChecked) fields.push({path: cssPath(el), checked: el.checked});
+    } else if (el.tagName === 'SELECT') {
+      fields.push({path: cssPath(el), value: el.value});
+    } else if (el.type !== 'file' && el.value !== el.defaultValue) {
+      fields.push({path: cssPath(el), value: el.value});
+    }
+  }
+  const scrolled = [];
+  for (const el of document.querySelectorAll('*')) {
+    if (el.scrollTop || el.scrollLeft) scrolled.push({path: cssPath(el), top: el.scrollTop, left: el.scrollLeft});
+  }
+  const active = document.activeElement;
+  const focus = active && active !== document.body && active !== document.documentElement ? {
+    path: cssPath(active),
+    start: typeof active.selectionStart === 'number' ? active.selectionStart : null,
+    end: typeof active.selectionEnd === 'number' ? active.selectionEnd : null,
+  } : null;
+  return {origin: location.origin, local: dump(localStorage), session: dump(sessionStorage),
+          scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus};
+}
+"""
+
+OBSERVE = (
+    r"""async (opts) => {
+"""
+    + _HELPERS
+    + _CAPTURE_FN
+    + r"""
+  // Let the page paint what the last action changed (two frames: the update, then its layout).
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+
+  for (const el of document.querySelectorAll('[data-halo-auto]')) {
+    el.removeAttribute('data-halo-id');
+    el.removeAttribute('data-halo-auto');
+  }
+  let next = 1;
+  for (const el of document.querySelectorAll(INTERACTIVE)) {
+    if (el.hasAttribute('data-halo-id') || !shown(el)) continue;
+    el.setAttribute('data-halo-id', String(next++));
+    el.setAttribute('data-halo-auto', '');
+  }
+
+  const clean = (s, n = 100) => (s || '').replace(/\s+/g, ' ').trim().slice(0, n);
+  const roleOf = (el) => {
+    const explicit = el.getAttribute('role');
+    if (explicit) return explicit;
+    const tag = el.tagName.toLowerCase();
+    if (tag === 'a') return 'link';
+    if (tag === 'button' || tag === 'summary') return 'button';
+    if (tag === 'select') return 'combobox';
+    if (tag === 'textarea') return 'textbox';
+    if (tag === 'input') {
+      const t = (el.getAttribute('type') || 'text').toLowerCase();
+      return {checkbox: 'checkbox', radio: 'radio', range: 'slider', search: 'searchbox', submit: 'button',
+              button: 'button', reset: 'button', image: 'button'}[t] || 'textbox';
+    }
+    if (/^h[1-6]$/.test(tag)) return 'heading';
+    if (tag === 'img') return 'img';
+    if (el.isContentEditable) return 'textbox';
+    return tag;
+  };
+  const nameOf = (el) => {
+    const aria = el.getAttribute('aria-label');
+    if (aria) return clean(aria);
+    const by = el.getAttribute('aria-labelledby');
+    if (by) {
+      const txt = by.split(/\s+/).map((id) => document.getElementById(id)?.innerText || '').join(' ');
+      if (clean(txt)) return clean(txt);
+    }
+    if (el.labels && el.labels.length) return clean(el.labels[0].innerText);
+    if (el.tagName === 'INPUT' && ['submit', 'button', 'reset'].includes(el.type)) return clean(el.value);
+    return clean(el.getAttribute('placeholder') || el.getAttribute('alt') || el.innerText || el.getAttribute('title'));
+  };
+  const propsOf = (el) => {
+    const out = [];
+    if (el.tagName === 'SELECT') out.push(`value=${JSON.stringify(clean(el.selectedOptions[0]?.text || '', 60))}`);
+    else if ((el.tagName === 'INPUT' && !['checkbox', 'radio', 'submit', 'button'].includes(el.type)) || el.tagName === 'TEXTAREA')
+      out.push(`value=${JSON.stringify(el.type === 'password' ? '•'.repeat(el.value.length) : clean(el.value, 200))}`);
+    if (el.type === 'checkbox' || el.type === 'radio') out.push(`checked=${el.checked}`);
+    else if (el.getAttribute('aria-checked')) out.push(`checked=${el.getAttribute('aria-checked')}`);
+    if (el.disabled || el.getAttribute('aria-disabled') === 'true') out.push('disabled');
+    return out.length ? ' ' + out.join(' ') : '';
+  };
+
+  const lines = [];
+  let size = 0, cut = false;
+  const emit = (depth, text) => {
+    if (cut) return;
+    const line = '  '.repeat(depth) + text;
+    if (size + line.length + 1 > opts.maxChars) { cut = true; return; }
+    lines.push(line);
+    size += line.length + 1;
+  };
+  const walk = (node, depth) => {
+    for (const child of node.childNodes) {
+      if (cut) return;
+      if (child.nodeType === 3) {
+        const t = clean(child.textContent, 200);
+        if (t) emit(depth, `StaticText ${JSON.stringify(t)}`);
+        continue;
+      }
+      if (child.nodeType !== 1) continue;
+      const tag = child.tagName;
+      if (tag === 'SCRIPT' || tag === 'STYLE' || tag === 'NOSCRIPT' || tag === 'TEMPLATE') continue;
+      if (child.checkVisibility && !child.checkVisibility({checkVisibilityCSS: true})) continue;
+      const id = child.getAttribute('data-halo-id');
+      if (id !== null && shown(child)) {
+        emit(depth, `[${id}] ${roleOf(child)} ${JSON.stringify(nameOf(child))}${propsOf(child)}`);
+        // The name already carries the text; only nested controls are worth their own lines.
+        for (const inner of child.querySelectorAll('[data-halo-id]')) {
+          if (shown(inner)) emit(depth + 1, `[${inner.getAttribute('data-halo-id')}] ${roleOf(inner)} ${JSON.stringify(nameOf(inner))}${propsOf(inner)}`);
+        }
+        continue;
+      }
+      const role = roleOf(child);
+      if (role === 'heading') { const t = clean(child.innerText, 200); if (t) emit(depth, `heading ${JSON.stringify(t)}`); continue; }
+      if (role === 'img') { const t = clean(child.getAttribute('alt')); if (t) emit(depth, `img ${JSON.stringify(t)}`); continue; }
+      walk(child, depth);
+    }
+  };
+  if (document.body) walk(document.body, 0);
+  if (cut) lines.push('... (truncated)');
+
+  let siteState = null;
+  try {
+    if (window.__HALO__ && typeof window.__HALO__.finish === 'function') siteState = await window.__HALO__.finish();
+  } catch (e) {
+    siteState = {error: String(e).slice(0, 300)};
+  }
+  return {url: location.href, title: document.title, axtree: lines.join('\n'), siteState,
+          state: opts.capture ? capturePage() : null};
+
+}"""
+)
+
+CAPTURE = "() => {\n" + _HELPERS + _CAPTURE_FN + "\nreturn capturePage();\n}"
+
+# Runs on a blank document served at the target origin, before the real page loads.
+SEED_STORAGE = r"""(s) => {
+  localStorage.clear();
+  sessionStorage.clear();
+  for (const [k, v] of Object.entries(s.local || {})) localStorage.setItem(k, v);
+  for (const [k, v] of Object.entries(s.session || {})) sessionStorage.setItem(k, v);
+}"""
+
+# Runs on the restored page once it has loaded: the DOM state storage does not hold.
+RESTORE_PAGE = (
+    r"""async (s) => {
+"""
+    + _HELPERS
+    + r"""
+  const find = (path) => { try { return document.querySelector(path); } catch (e) { return null; } };
+  // React and friends track values through the native setter; assigning .value alone is invisible to them.
+  const setValue = (el, value) => {
+    const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype :
+                  el.tagName === 'SELECT' ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+    Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, value);
+    el.dispatchEvent(new Event('input', {bubbles: true}));
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+  };
+  for (const f of s.fields || []) {
+    const el = find(f.path);
+    if (!el) continue;
+    if ('checked' in f && f.checked !== undefined && (el.type === 'checkbox' || el.type === 'radio')) {
+      if (el.checked !== f.checked) el.click();
+    } else if (el.value !== f.value) setValue(el, f.value);
+  }
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (const sc of s.scrolled || []) {
+    const el = find(sc.path);
+    if (el) { el.scrollTop = sc.top; el.scrollLeft = sc.left; }
+  }
+  window.scrollTo(s.scroll?.x || 0, s.scroll?.y || 0);
+  if (s.focus) {
+    const el = find(s.focus.path);
+    if (el && el.focus) {
+      el.focus({preventScroll: true});
+      if (s.focus.start !== null && el.setSelectionRange) { try { el.setSelectionRange(s.focus.start, s.focus.end); } catch (e) {} }
+    }
+  } else if (document.activeElement && document.activeElement.blur) {
+    document.activeElement.blur();
+  }
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+}"""
+)
+
+# The JSON a REAL-style /finish page renders in its <pre>.
+READ_PRE_JSON = r"""() => {
+  const pre = document.querySelector('pre');
+  return pre ? pre.innerText : null;
+}"""
