@@ -1,8 +1,8 @@
 """`python -m halo_trainer`: serve the trainer service on the configured host and port."""
 
 import uvicorn
-from halo.settings.trainer import TrainerSettings
 
+from halo.settings.trainer import TrainerSettings
 from halo_trainer.app import create_app
 
 if __name__ == "__main__":

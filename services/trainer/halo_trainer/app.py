@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+
 from halo.logging import setup_logging
 from halo.service import add_health_routes, install_error_handlers
 from halo.settings import log_settings

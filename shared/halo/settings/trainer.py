@@ -80,6 +80,21 @@ class TrainerSettings(HaloSettings):
     reward_url: str = Field("http://127.0.0.1:8200", description="Reward service")
     policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server")
     learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
+    rollout_workers: Annotated[int, Field(ge=0, le=64)] = Field(
+        2, description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)"
+    )
+    job_claim_idle_s: Annotated[float, Field(gt=0)] = Field(
+        60.0, description="A job silent this long (no heartbeat) is reclaimed from its dead worker, s"
+    )
+    job_max_deliveries: Annotated[int, Field(ge=1)] = Field(
+        3, description="Deliveries of a job before it goes to the dead-letter stream"
+    )
+    request_timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, description="Timeout of one env/reward call, s")
+    rl_config: str = Field("configs/rl_config.yaml", description="Run defaults (relative to the repository root)")
+    model_path: str | None = Field(
+        None, description="Model the learner trains; None = the policy server's (the tiny model on the CPU target)"
+    )
+    device: str = Field("cpu", description="Torch device of the learner: cpu or cuda")
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )

@@ -1,0 +1,110 @@
+"""Rollout workers: take jobs from the shared Redis stream, play them, publish their results.
+
+Run inside the trainer (``rollout_workers`` tasks) or as extra processes on any host that reaches
+the same Redis and services: ``python -m halo_trainer.worker``. A worker that dies mid-job leaves
+the job pending; another worker reclaims it after ``job_claim_idle_s`` (live workers send a
+heartbeat, so a long job is never stolen from a worker that is still playing it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+
+import redis.asyncio as aioredis
+
+from halo.clients import EnvClient, RewardClient
+from halo.logging import setup_logging
+from halo.policy_client import PolicyClient
+from halo.queue import Delivery, StreamQueue
+from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.settings.trainer import TrainerSettings
+from halo_trainer import keys
+from halo_trainer.rollout import Services, run_job
+
+logger = logging.getLogger("halo.trainer.worker")
+
+
+def jobs_queue(redis: aioredis.Redis, settings: TrainerSettings) -> StreamQueue[RolloutJob]:
+    return StreamQueue(
+        redis,
+        keys.JOBS,
+        "workers",
+        RolloutJob,
+        claim_idle_ms=int(settings.job_claim_idle_s * 1000),
+        max_deliveries=settings.job_max_deliveries,
+    )
+
+
+def results_queue(redis: aioredis.Redis, run_id: str) -> StreamQueue[RolloutResult]:
+    # Results are consumed by exactly one learner; a result is never reclaimed by another consumer.
+    return StreamQueue(redis, keys.results(run_id), "learner", RolloutResult, claim_idle_ms=10**12)
+
+
+def current_policy_reader(redis: aioredis.Redis):
+    async def current(run_id: str) -> PolicyVersion:
+        raw = await redis.get(keys.policy(run_id))
+        if raw is None:
+            raise RuntimeError(f"run {run_id} has no current policy version in Redis")
+        return PolicyVersion.model_validate_json(raw)
+
+    return current
+
+
+async def work(
+    name: str, redis: aioredis.Redis, services: Services, settings: TrainerSettings, stop: asyncio.Event
+) -> None:
+    """The worker loop: one job at a time, heartbeat while it plays, results then ack."""
+    jobs = jobs_queue(redis, settings)
+
+    async def handle(delivery: Delivery[RolloutJob]) -> None:
+        job = delivery.message
+        if await redis.sismember(keys.STOPPED_RUNS, job.run_id):
+            logger.info("%s: dropping job %s of stopped run %s", name, job.job_id, job.run_id)
+            return
+        heartbeat = asyncio.create_task(_heartbeat(jobs, name, delivery, settings.job_claim_idle_s / 3))
+        try:
+            result = await run_job(services, job)
+        finally:
+            heartbeat.cancel()
+        # Published before the job is acknowledged: a crash in between replays the job, and the
+        # learner drops the duplicate result by job id.
+        await results_queue(redis, job.run_id).publish(result, dedup_id=job.job_id)
+
+    while not stop.is_set():
+        try:
+            await jobs.process(name, handle, block_ms=1000)
+        except (aioredis.ConnectionError, aioredis.TimeoutError) as exc:
+            logger.warning("%s: Redis unavailable (%s); retrying", name, exc)
+            await asyncio.sleep(1)
+
+
+async def _heartbeat(queue: StreamQueue, consumer: str, delivery: Delivery, every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        await queue.touch(consumer, delivery)
+
+
+def make_services(settings: TrainerSettings, redis: aioredis.Redis) -> Services:
+    return Services(
+        env=EnvClient(settings.env_url, timeout_s=settings.request_timeout_s),
+        policy=PolicyClient.from_settings(),
+        reward=RewardClient(settings.reward_url, timeout_s=settings.request_timeout_s),
+        current_policy=current_policy_reader(redis),
+    )
+
+
+async def main(workers: int) -> None:  # pragma: no cover - process entry point
+    settings = TrainerSettings()
+    setup_logging("worker", settings.log_level)
+    redis = aioredis.from_url(settings.redis_url)
+    services = make_services(settings, redis)
+    stop = asyncio.Event()
+    host = f"{socket.gethostname()}-{os.getpid()}"
+    await asyncio.gather(*(work(f"worker-{host}-{i}", redis, services, settings, stop) for i in range(workers)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    asyncio.run(main(int(os.environ.get("HALO_WORKERS", "2"))))
