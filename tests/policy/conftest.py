@@ -1,0 +1,112 @@
+"""Fixtures of the policy tests: the tiny model, one real vLLM server per session, a real screenshot.
+
+The server is started exactly as the local stack starts it (``python -m halo_policy``) on a free
+port, once per test session, and stopped at the end; tests that need it are marked ``vllm``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from halo.settings.policy import PolicySettings
+from tests.conftest import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SERVER_START_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from halo_policy.tiny_model import build_tiny_model
+
+    return build_tiny_model()  # cached under <data_dir>/models by content hash
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    env = dict(os.environ)
+    env.update(
+        HALO_POLICY_PORT=str(port),
+        HALO_POLICY_MODEL=str(tiny_model_dir),
+        HALO_POLICY_TARGET="cpu",
+        HALO_POLICY_MAX_LORA_RANK="8",
+    )
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "halo_policy"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    try:
+        while b"policy server listening on" not in log_path.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log_path.read_bytes().decode("utf-8", "replace")[-3000:]
+                pytest.fail(f"vLLM did not start (exit {proc.poll()}); last output:\n{tail}")
+            time.sleep(0.5)
+        yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+PAGE = """<!doctype html><html><head><style>
+body{font-family:sans-serif;margin:0;background:#f6f8fc}
+header{height:64px;background:#fff;display:flex;align-items:center;padding:0 24px;border-bottom:1px solid #ddd}
+nav{position:absolute;top:64px;left:0;width:240px;bottom:0;padding:16px}
+button{background:#c2e7ff;border:0;border-radius:16px;padding:16px 24px;font-size:16px}
+main{margin-left:260px;padding:16px}.row{background:#fff;padding:12px;border-bottom:1px solid #eee}
+</style></head><body><header><b>GoMail</b><input placeholder="Search mail" style="margin-left:80px;width:600px;padding:10px"></header>
+<nav><button data-halo-id="compose">Compose</button><p>Inbox 12</p><p>Starred</p><p>Sent</p></nav>
+<main><div class="row"><b>Alice</b> Quarterly report - numbers attached</div>
+<div class="row"><b>Bob</b> Lunch on Friday?</div><div class="row"><b>Carol</b> Your order has shipped</div></main>
+</body></html>"""
+
+
+@pytest.fixture(scope="session")
+def screenshot_png() -> bytes:
+    """A real 1280x720 Chromium screenshot of a mail-like page."""
+    import asyncio
+
+    from playwright.async_api import async_playwright
+
+    async def shoot() -> bytes:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(
+                executable_path=os.environ.get("HALO_CHROMIUM", "/usr/bin/chromium"),
+                args=[
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
+            try:
+                page = await browser.new_page(viewport={"width": 1280, "height": 720})
+                await page.set_content(PAGE)
+                return await page.screenshot(type="png")
+            finally:
+                await browser.close()
+
+    return asyncio.run(shoot())

@@ -1,0 +1,107 @@
+"""Error mapping of the policy client: server down, dead engine, unknown model, timeout, bad request."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from halo.policy_client import (
+    OpenAIChatClient,
+    PolicyBadRequest,
+    PolicyClient,
+    PolicyDisabled,
+    PolicyEngineDead,
+    PolicyModelNotFound,
+    PolicyTimeout,
+    PolicyUnavailable,
+)
+from halo.settings.policy import PolicySettings
+from tests.conftest import free_port
+
+PNG_1x1 = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8ffff3f0005fe02fe"
+    "a7d6a4a30000000049454e44ae426082"
+)
+
+
+async def test_server_down_is_unavailable_with_a_clear_message() -> None:
+    port = free_port()  # nothing listens here
+    async with PolicyClient(f"http://127.0.0.1:{port}", "halo-base", max_retries=2, backoff_s=0.01) as client:
+        with pytest.raises(PolicyUnavailable, match=r"not reachable.*python -m halo_policy"):
+            await client.sample_actions(PNG_1x1, "goal", n=1)
+        with pytest.raises(PolicyUnavailable):
+            await client.health()
+
+
+class _DeadEngine(http.server.BaseHTTPRequestHandler):
+    """What vLLM's API server answers once its engine process has died: 503 on /health, 500 else."""
+
+    def do_GET(self) -> None:
+        self.send_response(503)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = b'{"error": {"message": "EngineCore encountered an issue", "type": "InternalServerError", "code": 500}}'
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def dead_engine_url() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeadEngine)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_dead_engine_is_reported_as_such(dead_engine_url: str) -> None:
+    async with PolicyClient(dead_engine_url, "halo-base", max_retries=0) as client:
+        with pytest.raises(PolicyEngineDead, match="engine is dead"):
+            await client.health()
+        with pytest.raises(PolicyEngineDead, match="EngineCore encountered an issue"):
+            await client.sample_actions(PNG_1x1, "goal", n=1)
+
+
+async def test_openai_client_is_disabled_without_a_key() -> None:
+    client = OpenAIChatClient.from_settings(PolicySettings(openai_api_key=""))
+    assert not client.enabled
+    with pytest.raises(PolicyDisabled, match="OPENAI_API_KEY"):
+        await client.chat([{"role": "user", "content": "hi"}])
+    await client.aclose()
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+async def test_unknown_model_is_model_not_found(vllm_server: PolicySettings) -> None:
+    async with PolicyClient.from_settings(vllm_server) as client:
+        with pytest.raises(PolicyModelNotFound, match="does not exist"):
+            await client.sample_actions(PNG_1x1, "goal", n=1, model="no-such-adapter-v9")
+        assert client.in_flight("no-such-adapter-v9") == 0
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+async def test_timeout_is_policy_timeout(vllm_server: PolicySettings) -> None:
+    async with PolicyClient.from_settings(vllm_server, timeout_s=0.001, max_retries=1, backoff_s=0.01) as client:
+        with pytest.raises(PolicyTimeout, match="timed out"):
+            await client.sample_actions(PNG_1x1, "goal", n=8, max_tokens=200)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+async def test_bad_request_is_not_retried(vllm_server: PolicySettings) -> None:
+    async with PolicyClient.from_settings(vllm_server, max_tokens=10**6) as client:
+        with pytest.raises(PolicyBadRequest) as info:
+            await client.sample_actions(PNG_1x1, "goal", n=1)
+        assert info.value.status == 400

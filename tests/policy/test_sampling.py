@@ -1,0 +1,69 @@
+"""Sampling n candidate actions from the real vLLM server (CPU) for a real 1280x720 screenshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from halo.policy_client import OpenAIChatClient, PolicyClient
+from halo.settings.policy import PolicySettings
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+
+
+@pytest.mark.browser
+async def test_n8_candidates_with_token_ids_and_logprobs(vllm_server: PolicySettings, screenshot_png: bytes) -> None:
+    import io
+
+    from PIL import Image
+
+    assert Image.open(io.BytesIO(screenshot_png)).size == (1280, 720)
+    async with PolicyClient.from_settings(vllm_server) as client:
+        result = await client.sample_actions(
+            screenshot_png, "Send an email to alice@example.com", ["left_click(coordinate=[50, 80])"], n=8, seed=7
+        )
+    assert result.model == vllm_server.served_model_name
+    assert len(result.candidates) == 8
+    assert len(result.prompt_token_ids) > 100
+    for c in result.candidates:
+        assert c.token_ids and len(c.logprobs) == len(c.token_ids)
+        assert all(lp <= 0.0 for lp in c.logprobs)
+        # the tiny model answers under the regex constraint: every candidate is an executable action
+        assert c.action is not None, c.parse_error
+        assert c.text.startswith("<tool_call>\n")
+    assert len({tuple(c.token_ids) for c in result.candidates}) > 1  # seeds differ per sample
+
+
+@pytest.mark.browser
+async def test_same_seed_same_samples_and_greedy_is_deterministic(
+    vllm_server: PolicySettings, screenshot_png: bytes
+) -> None:
+    async with PolicyClient.from_settings(vllm_server) as client:
+        a = await client.sample_actions(screenshot_png, "Open the inbox", n=4, seed=11)
+        b = await client.sample_actions(screenshot_png, "Open the inbox", n=4, seed=11)
+        g1, ids1 = await client.sample_single(screenshot_png, "Open the inbox")
+        g2, ids2 = await client.sample_single(screenshot_png, "Open the inbox")
+    assert [c.token_ids for c in a.candidates] == [c.token_ids for c in b.candidates]
+    assert g1.token_ids == g2.token_ids and ids1 == ids2 == a.prompt_token_ids
+
+
+async def test_unconstrained_answers_come_back_with_parse_errors(vllm_server: PolicySettings) -> None:
+    """Without structured outputs the random model writes garbage: data, not an exception."""
+    from tests.policy.test_client_errors import PNG_1x1
+
+    async with PolicyClient.from_settings(vllm_server, structured_outputs="off", max_tokens=24) as client:
+        result = await client.sample_actions(PNG_1x1, "goal", n=4, seed=1)
+    assert all(c.parse_error is not None and c.action is None for c in result.candidates)
+    assert all(c.finish_reason == "length" for c in result.candidates)
+
+
+async def test_openai_client_speaks_to_any_compatible_server(vllm_server: PolicySettings) -> None:
+    """The gpt baseline client against vLLM's OpenAI-compatible API (no internet here)."""
+    from tests.policy.test_client_errors import PNG_1x1
+
+    client = OpenAIChatClient("local-key", vllm_server.served_model_name, base_url=vllm_server.base_url + "/v1")
+    async with client:
+        assert client.enabled
+        candidate = await client.sample_action(PNG_1x1, "goal", max_tokens=8)
+        text = await client.chat([{"role": "user", "content": "hello"}], max_tokens=4)
+    assert candidate.token_ids == [] and (candidate.action or candidate.parse_error)
+    assert isinstance(text, str)

@@ -1,0 +1,43 @@
+"""The vLLM command line and environment for both targets, from one settings class."""
+
+from __future__ import annotations
+
+from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
+from halo_policy.server import build_command, build_env, resolve_model
+
+
+def _arg(cmd: list[str], flag: str) -> str:
+    return cmd[cmd.index(flag) + 1]
+
+
+def test_cpu_target_serves_the_tiny_model_in_float32_with_runtime_lora() -> None:
+    s = PolicySettings(target="cpu", port=8123)
+    model = resolve_model(s, build=False)
+    cmd = build_command(s, model)
+    assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    assert "tiny-qwen3vl-" in _arg(cmd, "--model")
+    assert _arg(cmd, "--dtype") == "float32"
+    assert _arg(cmd, "--port") == "8123"
+    assert "--enable-lora" in cmd and int(_arg(cmd, "--max-loras")) >= 2
+    assert _arg(cmd, "--chat-template-content-format") == "openai"
+    assert "--gpu-memory-utilization" not in cmd
+    env = build_env(s, base={})
+    assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert s.resolved_structured_outputs() == "regex"
+
+
+def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
+    s = PolicySettings(target="gpu", gpu_memory_utilization=0.4, max_lora_rank=32, extra_args=("--enforce-eager",))
+    cmd = build_command(s, resolve_model(s))
+    assert _arg(cmd, "--model") == GPU_DEFAULT_MODEL
+    assert _arg(cmd, "--dtype") == "bfloat16"
+    assert _arg(cmd, "--gpu-memory-utilization") == "0.4"
+    assert _arg(cmd, "--max-lora-rank") == "32"
+    assert cmd[-1] == "--enforce-eager"
+    assert "VLLM_CPU_KVCACHE_SPACE" not in build_env(s, base={})
+    assert s.resolved_structured_outputs() == "off"
+
+
+def test_explicit_model_wins() -> None:
+    assert resolve_model(PolicySettings(model="/models/mine")) == "/models/mine"
