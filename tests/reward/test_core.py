@@ -178,8 +178,8 @@ def test_repeated_ineffective_action_and_stall() -> None:
     same = [click(1, 1)] * 2
     outs, _ = run("gomail", [s, s, s], actions=same)
     assert outs[0].total == pytest.approx(0.1) and outs[1].loop_penalty == -1.0
-    outs, _ = run("gomail", [s] * 5, actions=[click(i, i) for i in range(4)])
-    assert [o.loop_penalty for o in outs] == [0, 0, -1.0, -1.0]  # stall_limit = 3 no-effect steps
+    outs, _ = run("gomail", [s] * 7, actions=[click(i, i) for i in range(6)])
+    assert [o.loop_penalty for o in outs] == [0, 0, 0, 0, -1.0, -1.0]  # stall_limit = 5 no-effect steps
 
 
 def test_success_pays_once() -> None:

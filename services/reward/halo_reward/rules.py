@@ -95,7 +95,7 @@ class Shaping(_Strict):
     novelty: float = 0.2  # next state never seen before in this episode branch
     novelty_limit: Annotated[int, Field(ge=0, le=10_000)] = 10  # novelty pays at most this often per episode
     loop: float = -1.0  # returned to an earlier state, repeated an ineffective action, or stalled
-    stall_limit: Annotated[int, Field(ge=0, le=100)] = 3  # this many no-effect steps in a row is a loop; 0: off
+    stall_limit: Annotated[int, Field(ge=0, le=100)] = 5  # this many no-effect steps in a row is a loop; 0: off
     step_cost: float = 0.0  # added to every scored transition (negative to favour short episodes)
     success: float = 10.0  # task validated successful by the evaluator, paid once per episode
     unknown_progress_weight: Annotated[float, Field(ge=0.0, le=100.0)] = 0.0  # progress flags not listed
