@@ -1,7 +1,7 @@
 """Reward service throughput: scored transitions per second through HTTP, and of the core function alone.
 
 Starts one reward service process (one uvicorn worker) on a free port against the Redis at
-HALO_REWARD_REDIS_URL (default: the local Redis, db 15), under a key prefix it deletes afterwards,
+HALO_TEST_REDIS_URL (default: the local Redis, db 15), under a key prefix it deletes afterwards,
 and drives it with realistic GoMail-like transitions (a 30-email site state, a 3 KB accessibility
 tree, progress flags growing along 10-step episodes; 10 % of requests are duplicates). The load
 generator runs on the same machine, so on a 2-core box it competes with the server for CPU.
@@ -125,10 +125,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
 
-    os.environ.setdefault("HALO_REWARD_REDIS_URL", "redis://127.0.0.1:6379/15")
     prefix = f"bench:reward:{uuid.uuid4().hex[:8]}:"
     reqs = transitions(args.requests, run=f"bench-{uuid.uuid4().hex[:6]}")
-    proc, base = start_reward_service(prefix, HALO_REWARD_REDIS_URL=os.environ["HALO_REWARD_REDIS_URL"])
+    proc, base = start_reward_service(prefix)
     try:
         elapsed, latencies, errors = asyncio.run(drive(base, reqs, args.concurrency))
     finally:

@@ -20,10 +20,10 @@ def start_reward_service(prefix: str, **env: str) -> tuple[subprocess.Popen, str
     port = free_port()
     environ = {
         **os.environ,
-        "HALO_REWARD_REDIS_URL": REDIS_URL,
+        "HALO_REDIS_URL": REDIS_URL,
         "HALO_REWARD_KEY_PREFIX": prefix,
         "HALO_REWARD_PORT": str(port),
-        "HALO_REWARD_LOG_LEVEL": "WARNING",
+        "HALO_LOG_LEVEL": "WARNING",
         **env,
     }
     proc = subprocess.Popen([sys.executable, "-m", "halo_reward"], env=environ)

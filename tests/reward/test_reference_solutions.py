@@ -86,7 +86,7 @@ def stack() -> Iterator[Stack]:
         sites_port, env_port = free_port(), free_port()
         sites_url, env_url = f"http://127.0.0.1:{sites_port}", f"http://127.0.0.1:{env_port}"
         procs.append(_start("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready"))
-        env_vars = {"HALO_ENV_PORT": str(env_port), "HALO_ENV_SITES_URL": sites_url, "HALO_ENV_REDIS_URL": REDIS_URL}
+        env_vars = {"HALO_ENV_PORT": str(env_port), "HALO_ENV_SITES_URL": sites_url, "HALO_REDIS_URL": REDIS_URL}
         procs.append(_start("halo_env", env_vars, f"{env_url}/ready", timeout_s=120))
         rewards = {}
         for mode in MODES:
