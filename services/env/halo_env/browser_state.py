@@ -15,7 +15,7 @@ from typing import Any
 from playwright.async_api import Route
 
 from halo.schemas import Snapshot
-from halo_env.page_js import CAPTURE, RESTORE_PAGE, SEED_STORAGE
+from halo_env.page_js import CAPTURE, QUIET_POINTER_OFF, QUIET_POINTER_ON, RESTORE_PAGE, SEED_STORAGE
 from halo_env.pool import Lease
 
 _BLANK = "<!doctype html><html><head><title></title></head><body></body></html>"
@@ -35,6 +35,7 @@ async def restore(lease: Lease, state: dict[str, Any]) -> None:
     page, context = lease.page, lease.context
     if state.get("cookies"):
         await context.add_cookies(state["cookies"])
+
     dom = state.get("page") or {}
     origin = dom.get("origin")
     if origin and origin != "null" and (dom.get("local") or dom.get("session")):
@@ -53,7 +54,12 @@ async def restore(lease: Lease, state: dict[str, Any]) -> None:
     await page.evaluate(RESTORE_PAGE, dom)
     x, y = (state.get("pointer") or [None, None])[:2]
     if x is not None and y is not None:
-        await page.mouse.move(x, y)
+        # Hover styles need the cursor in place; the page must not see it arrive (see QUIET_POINTER_ON).
+        await page.evaluate(QUIET_POINTER_ON)
+        try:
+            await page.mouse.move(x, y)
+        finally:
+            await page.evaluate(QUIET_POINTER_OFF)
 
 
 def to_snapshot(

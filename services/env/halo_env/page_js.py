@@ -61,8 +61,20 @@ _CAPTURE_FN = r"""
     start: typeof active.selectionStart === 'number' ? active.selectionStart : null,
     end: typeof active.selectionEnd === 'number' ? active.selectionEnd : null,
   } : null;
+  // A text selection (e.g. left by a drag) is visible in the screenshot: keep it, node by node.
+  const point = (node, offset) => {
+    const parent = node.nodeType === 1 ? node : node.parentElement;
+    if (!parent) return null;
+    return {path: cssPath(parent), child: node === parent ? -1 : Array.prototype.indexOf.call(parent.childNodes, node), offset};
+  };
+  const sel = document.getSelection();
+  let selection = null;
+  if (sel && sel.rangeCount && !sel.isCollapsed && !(active && 'selectionStart' in active && active.selectionStart !== null)) {
+    const r = sel.getRangeAt(0);
+    selection = {start: point(r.startContainer, r.startOffset), end: point(r.endContainer, r.endOffset)};
+  }
   return {origin: location.origin, local: dump(localStorage), session: dump(sessionStorage),
-          scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus};
+          scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus, selection};
 }
 """
 
@@ -226,8 +238,40 @@ RESTORE_PAGE = (
   } else if (document.activeElement && document.activeElement.blur) {
     document.activeElement.blur();
   }
+  const node = (p) => {
+    if (!p) return null;
+    const el = find(p.path);
+    if (!el) return null;
+    return p.child < 0 ? el : el.childNodes[p.child] || null;
+  };
+  if (s.selection) {
+    const a = node(s.selection.start), b = node(s.selection.end);
+    if (a && b) {
+      try {
+        const range = document.createRange();
+        range.setStart(a, s.selection.start.offset);
+        range.setEnd(b, s.selection.end.offset);
+        const sel = document.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+      } catch (e) {}
+    }
+  }
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
+)
+
+# Mouse events the page would see when a restored session's cursor is put back: swallowed, so the
+# cursor takes its hover state without replaying mouseenter/mousemove handlers the parent already ran.
+_POINTER_EVENTS = "['mousemove','mouseover','mouseenter','mouseout','mouseleave','pointermove','pointerover','pointerenter','pointerout','pointerleave']"
+QUIET_POINTER_ON = (
+    "() => { const stop = (e) => e.stopImmediatePropagation(); window.__haloQuiet = stop; "
+    f"for (const t of {_POINTER_EVENTS}) window.addEventListener(t, stop, true); }}"
+)
+QUIET_POINTER_OFF = (
+    "async () => { await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))); "
+    f"const stop = window.__haloQuiet; for (const t of {_POINTER_EVENTS}) window.removeEventListener(t, stop, true); "
+    "delete window.__haloQuiet; }"
 )
 
 # The JSON a REAL-style /finish page renders in its <pre>.
