@@ -112,6 +112,21 @@ class StreamQueue(Generic[M]):
                 out.append(delivery)
         return out
 
+    async def pending(self, consumer: str, count: int = 10_000) -> list[Delivery[M]]:
+        """This consumer's delivered, unacknowledged messages: what a restarted consumer of the same
+        name still owes (XREADGROUP from id 0), oldest first."""
+        await self.ensure_group()
+        reply = await self.redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count)
+        out: list[Delivery[M]] = []
+        for _stream, entries in reply or []:
+            for entry_id, fields in entries:
+                if not fields:  # trimmed from the stream while pending
+                    continue
+                delivery = await self._decode(_s(entry_id), _fields(fields), await self._delivery_count(_s(entry_id)))
+                if delivery is not None:
+                    out.append(delivery)
+        return out
+
     async def ack(self, delivery: Delivery[M]) -> None:
         """Acknowledge after the side effect is durable, and mark the work done."""
         async with self.redis.pipeline(transaction=True) as pipe:

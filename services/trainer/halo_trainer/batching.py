@@ -1,0 +1,99 @@
+"""From rollout results to a learner batch: grouping, staleness, advantages, exact model inputs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from halo.schemas import GroupMode, Transition
+from halo.screenshots import ScreenshotStore
+from halo_policy.logprobs import SampleRecord, build_batch
+from halo_trainer.learner import LearnerBatch
+from halo_trainer.objective import group_advantages
+
+
+@dataclass
+class Selection:
+    """The transitions an update learns from, and what was dropped on the way (counted in metrics)."""
+
+    groups: list[list[Transition]] = field(default_factory=list)
+    dropped_stale: int = 0
+    dropped_infra: int = 0
+    dropped_singleton: int = 0
+
+
+def select_groups(
+    transitions: Sequence[Transition], current_version: int, max_staleness: int, mode: GroupMode
+) -> Selection:
+    """Group by ``group_id``; drop infra-error and stale transitions, and groups left with one member
+    (one candidate, or one episode): with no baseline to compare with, their advantage is 0."""
+    out = Selection()
+    by_group: dict[str, list[Transition]] = defaultdict(list)
+    for t in transitions:
+        if t.infra_error:
+            out.dropped_infra += 1
+        elif current_version - t.policy_version > max_staleness:
+            out.dropped_stale += 1
+        else:
+            by_group[t.group_id].append(t)
+    for members in by_group.values():
+        size = len(members) if mode is GroupMode.STEP else len({t.episode_id for t in members})
+        if size < 2:
+            out.dropped_singleton += len(members)
+            continue
+        out.groups.append(members)
+    return out
+
+
+def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, loss_type: str) -> list[list[float]]:
+    """Per-transition advantages, one list per group.
+
+    Step groups compare the N candidates' immediate rewards at one state. Episode groups compare
+    the N episodes' returns; every transition of an episode gets its episode's advantage.
+    """
+    out: list[list[float]] = []
+    for members in groups:
+        if mode is GroupMode.STEP:
+            rewards = torch.tensor([t.reward.total for t in members], dtype=torch.float64)
+            out.append(group_advantages(rewards, loss_type).tolist())
+        else:
+            episodes = sorted({t.episode_id for t in members})
+            returns = {t.episode_id: t.episode_return or 0.0 for t in members}
+            adv = group_advantages(torch.tensor([returns[e] for e in episodes], dtype=torch.float64), loss_type)
+            by_episode = dict(zip(episodes, adv.tolist(), strict=True))
+            out.append([by_episode[t.episode_id] for t in members])
+    return out
+
+
+def learner_batch(
+    transitions: Sequence[Transition],
+    advantage: Sequence[float],
+    processor,
+    store: ScreenshotStore,
+    *,
+    history_limit: int,
+    use_behaviour_logprobs: bool,
+) -> LearnerBatch:
+    """Rebuild each prompt exactly as vLLM saw it (``PromptMismatch`` otherwise) and batch them."""
+    records = [
+        SampleRecord(
+            goal=t.prompt.goal,
+            history=t.prompt.history,
+            screenshots=[store.get(t.prompt.screenshot_sha256)],
+            completion_token_ids=t.completion_token_ids,
+            prompt_token_ids=t.prompt.prompt_token_ids,
+        )
+        for t in transitions
+    ]
+    inputs = build_batch(processor, records, history_limit=history_limit)
+    behaviour = None
+    if use_behaviour_logprobs:
+        behaviour = torch.zeros(inputs.completion_mask.shape, dtype=torch.float32)
+        for i, t in enumerate(transitions):
+            behaviour[i, : len(t.behaviour_logprobs)] = torch.tensor(t.behaviour_logprobs, dtype=torch.float32)
+    return LearnerBatch(
+        inputs=inputs, advantages=torch.tensor(list(advantage), dtype=torch.float32), behaviour_logprobs=behaviour
+    )
