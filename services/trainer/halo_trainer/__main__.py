@@ -1,4 +1,4 @@
-"""`python -m halo_trainer`: serve the trainer service on the configured host and port."""
+"""`python -m halo_trainer`: the trainer service (run API, rollout workers, learner)."""
 
 import uvicorn
 

@@ -1,20 +1,162 @@
-"""HALO trainer service (placeholder until its issue fills it: answers health and readiness)."""
+"""Trainer service: the run API, the rollout workers and the run loop in one process.
+
+Routes stay thin: they validate, check the bearer token on mutating calls, and hand over to
+``RunManager``. Everything a client sends wrong is a 4xx with an ``ErrorResponse``.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+import asyncio
+import json
+import secrets
+from contextlib import asynccontextmanager
 
+import httpx
+import redis.asyncio as aioredis
+from fastapi import Depends, FastAPI, Header, Request
+from fastapi.responses import StreamingResponse
+
+from halo.clients import EnvClient, ServiceError
 from halo.logging import setup_logging
-from halo.service import add_health_routes, install_error_handlers
+from halo.schemas import RunSpec, RunStatus
+from halo.screenshots import ScreenshotStore
+from halo.service import ServiceError as HTTPError
+from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
+from halo_trainer.metrics import MetricsLog
+from halo_trainer.runs import RunManager
+from halo_trainer.worker import make_services, work
+
+
+def _http_check(url: str):
+    async def check() -> None:
+        async with httpx.AsyncClient(timeout=3) as client:
+            response = await client.get(url)
+            if response.status_code != 200:
+                raise RuntimeError(f"{url} answered {response.status_code}")
+
+    return check
 
 
 def create_app(settings: TrainerSettings | None = None) -> FastAPI:
     settings = settings or TrainerSettings()
     logger = setup_logging("trainer", settings.log_level)
     log_settings(settings, logger)
-    app = FastAPI(title="HALO trainer")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        redis = aioredis.from_url(settings.redis_url)
+        services = make_services(settings, redis)
+        store = ScreenshotStore(settings.screenshots_dir)
+        manager = RunManager(settings, redis, services.policy, store)
+        stop_workers = asyncio.Event()
+        workers = [
+            asyncio.create_task(work(f"trainer-worker-{i}", redis, services, settings, stop_workers))
+            for i in range(settings.rollout_workers)
+        ]
+        app.state.manager, app.state.env = manager, services.env
+        await manager.resume_interrupted()
+        try:
+            yield
+        finally:
+            await manager.shutdown()
+            stop_workers.set()
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            await services.env.aclose()
+            await services.reward.aclose()
+            await services.policy.aclose()
+            await redis.aclose()
+
+    app = FastAPI(title="HALO trainer", lifespan=lifespan)
     install_error_handlers(app)
-    add_health_routes(app, "trainer")
+    add_health_routes(
+        app,
+        "trainer",
+        {
+            "redis": redis_check(settings.redis_url),
+            "env": _http_check(f"{settings.env_url}/ready"),
+            "reward": _http_check(f"{settings.reward_url}/ready"),
+            "policy": _http_check(f"{settings.policy_url}/health"),
+        },
+    )
+
+    def authorize(authorization: str | None = Header(None)) -> None:
+        token = settings.api_token.get_secret_value()
+        if not token:
+            return
+        given = (authorization or "").removeprefix("Bearer ").strip()
+        if not secrets.compare_digest(given.encode(), token.encode()):
+            raise HTTPError(401, "missing or wrong bearer token (Authorization: Bearer <HALO_TRAINER_API_TOKEN>)")
+
+    def manager(request: Request) -> RunManager:
+        return request.app.state.manager
+
+    async def known_run(run_id: str, mgr: RunManager) -> RunStatus:
+        status = await mgr.registry.get(run_id)
+        if status is None:
+            raise HTTPError(404, f"no run {run_id!r}")
+        return status
+
+    @app.post("/runs", status_code=201, response_model=RunStatus, dependencies=[Depends(authorize)], tags=["runs"])
+    async def create_run(spec: RunSpec, request: Request) -> RunStatus:
+        mgr = manager(request)
+        if spec.algorithm.value != "grpo":
+            raise HTTPError(422, f"algorithm {spec.algorithm.value!r} is not implemented yet; use 'grpo'")
+        if (busy := mgr.busy()) is not None:
+            raise HTTPError(409, f"run {busy} is training; stop it first (one run per trainer)")
+        env: EnvClient = request.app.state.env
+        try:
+            available = [t.id for t in await env.tasks(spec.domain)]
+        except ServiceError as exc:
+            raise HTTPError(503, f"cannot list tasks: {exc}") from exc
+        if not available:
+            raise HTTPError(422, f"no tasks for domain {spec.domain!r}")
+        tasks = spec.tasks or available
+        unknown = sorted(set(tasks) - set(available))
+        if unknown:
+            raise HTTPError(422, f"unknown tasks for {spec.domain}: {', '.join(unknown[:5])}")
+        return await mgr.create(spec, tasks)
+
+    @app.get("/runs", response_model=list[RunStatus], tags=["runs"])
+    async def list_runs(request: Request) -> list[RunStatus]:
+        return await manager(request).registry.all()
+
+    @app.get("/runs/{run_id}", response_model=RunStatus, tags=["runs"])
+    async def get_run(run_id: str, request: Request) -> RunStatus:
+        return await known_run(run_id, manager(request))
+
+    @app.post("/runs/{run_id}/stop", response_model=RunStatus, dependencies=[Depends(authorize)], tags=["runs"])
+    async def stop_run(run_id: str, request: Request) -> RunStatus:
+        mgr = manager(request)
+        status = await known_run(run_id, mgr)
+        await mgr.stop(run_id)
+        return status
+
+    @app.get("/runs/{run_id}/metrics", tags=["runs"])
+    async def run_metrics(run_id: str, request: Request) -> list[dict]:
+        status = await known_run(run_id, manager(request))
+        return MetricsLog(f"{status.run_dir}/metrics.jsonl").read()
+
+    @app.get("/runs/{run_id}/events", tags=["runs"])
+    async def run_events(run_id: str, request: Request) -> StreamingResponse:
+        """Server-sent events: every status change of the run, then `done`."""
+        mgr = manager(request)
+        await known_run(run_id, mgr)
+
+        async def stream():
+            seen = 0
+            while not await request.is_disconnected():
+                for event in await mgr.registry.events(run_id, seen):
+                    seen += 1
+                    kind = json.loads(event)["kind"]
+                    yield f"event: {kind}\ndata: {event}\n\n"
+                    if kind == "done":
+                        return
+                await asyncio.sleep(1.0)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
     return app

@@ -1,0 +1,191 @@
+"""Runs: their status in Redis (the API's source of truth), their folders, and the task that trains them.
+
+One run trains at a time per trainer process (the learner owns the accelerator). A run whose
+status says ``running`` when the trainer starts was interrupted by a crash: it is resumed from its
+last checkpoint automatically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from halo.policy_client import PolicyClient
+from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
+from halo.screenshots import ScreenshotStore
+from halo.settings import resolved
+from halo.settings.policy import PolicySettings
+from halo.settings.trainer import TrainerSettings
+from halo_trainer import keys
+from halo_trainer.config import RunConfig, load_defaults, resolve
+
+logger = logging.getLogger("halo.trainer.runs")
+EVENTS_KEPT = 500
+
+
+def new_run_id(spec: RunSpec) -> str:
+    return f"{spec.name or spec.domain}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+class RunRegistry:
+    def __init__(self, redis: aioredis.Redis, runs_dir: Path) -> None:
+        self.redis, self.runs_dir = redis, Path(runs_dir)
+
+    async def save(self, status: RunStatus) -> None:
+        status.updated_at = time.time()
+        data = status.model_dump_json()
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(keys.RUNS, status.run_id, data)
+            pipe.rpush(
+                keys.events(status.run_id),
+                RunEvent(run_id=status.run_id, kind="status", data=json.loads(data)).model_dump_json(),
+            )
+            pipe.ltrim(keys.events(status.run_id), -EVENTS_KEPT, -1)
+            await pipe.execute()
+        if status.run_dir:
+            path = Path(status.run_dir) / "status.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(data)
+
+    async def get(self, run_id: str) -> RunStatus | None:
+        raw = await self.redis.hget(keys.RUNS, run_id)
+        return RunStatus.model_validate_json(raw) if raw else None
+
+    async def all(self) -> list[RunStatus]:
+        raw = await self.redis.hgetall(keys.RUNS)
+        runs = [RunStatus.model_validate_json(v) for v in raw.values()]
+        return sorted(runs, key=lambda r: r.created_at, reverse=True)
+
+    async def events(self, run_id: str, start: int) -> list[str]:
+        return [e.decode() for e in await self.redis.lrange(keys.events(run_id), start, -1)]
+
+
+class RunManager:
+    """Starts, stops and resumes the run task; builds its learner (heavy imports happen here, lazily)."""
+
+    def __init__(
+        self, settings: TrainerSettings, redis: aioredis.Redis, policy: PolicyClient, store: ScreenshotStore
+    ) -> None:
+        self.settings, self.redis, self.policy, self.store = settings, redis, policy, store
+        self.registry = RunRegistry(redis, settings.runs_dir)
+        self.active: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
+        self._model: tuple[str, Any, Any] | None = None  # (path, processor, base-model factory)
+
+    def busy(self) -> str | None:
+        return next(iter(self.active), None)
+
+    async def create(self, spec: RunSpec, tasks: list[str]) -> RunStatus:
+        run_id = new_run_id(spec)
+        run_dir = self.settings.runs_dir / run_id
+        profile = "tiny" if PolicySettings().target == "cpu" else None
+        cfg = resolve(spec, run_id, tasks, load_defaults(self.settings.rl_config), profile)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(
+            json.dumps({"run": cfg.model_dump(mode="json"), "trainer": resolved(self.settings)}, indent=1)
+        )
+        logger.info("run %s resolved config: %s", run_id, cfg.model_dump_json())
+        now = time.time()
+        status = RunStatus(
+            run_id=run_id,
+            state=RunState.PENDING,
+            spec=spec,
+            created_at=now,
+            updated_at=now,
+            episodes_total=cfg.episodes,
+            run_dir=str(run_dir),
+        )
+        await self.registry.save(status)
+        self._start(cfg, status)
+        return status
+
+    async def resume_interrupted(self) -> None:
+        for status in await self.registry.all():
+            if status.state in (RunState.RUNNING, RunState.PENDING, RunState.STOPPING) and not self.busy():
+                cfg_path = Path(status.run_dir or "") / "config.json"
+                if not cfg_path.exists():
+                    status.state, status.error = RunState.FAILED, "interrupted before its config was written"
+                    await self.registry.save(status)
+                    continue
+                cfg = RunConfig.model_validate(json.loads(cfg_path.read_text())["run"])
+                logger.info("resuming interrupted run %s", status.run_id)
+                self._start(cfg, status)
+
+    async def stop(self, run_id: str) -> None:
+        task_stop = self.active.get(run_id)
+        if task_stop is not None:
+            task_stop[1].set()
+        await self.redis.sadd(keys.STOPPED_RUNS, run_id)
+
+    async def shutdown(self) -> None:
+        """Process exit: stop loops at their next check; the status stays `running` so a restart resumes."""
+        for task, stop in self.active.values():
+            stop.set()
+            task.cancel()
+        await asyncio.gather(*(t for t, _ in self.active.values()), return_exceptions=True)
+
+    def _start(self, cfg: RunConfig, status: RunStatus) -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(self._train(cfg, status, stop), name=f"run-{cfg.run_id}")
+        self.active[cfg.run_id] = (task, stop)
+
+    def _learner_parts(self, cfg: RunConfig):
+        from halo_policy.logprobs import load_processor
+        from halo_policy.server import resolve_model
+        from halo_trainer.learner import Learner
+
+        model_path = self.settings.model_path or resolve_model(PolicySettings(), build=True)
+        processor = load_processor(model_path)
+        learner_cfg = cfg.learner_config(self.settings.learner, self.policy.max_tokens)
+        learner = Learner.from_pretrained(model_path, learner_cfg, device=self.settings.device)
+        return learner, processor
+
+    async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
+        from halo_trainer.loop import RunLoop
+        from halo_trainer.plots import plot_run
+
+        async def report(loop: RunLoop) -> None:
+            status.updates, status.policy_version = loop.c.updates, loop.c.version
+            status.episodes_done = loop.c.episodes_done
+            status.adapter_name = loop._version_record(loop.c.version).adapter_name
+            status.latest_metrics = {k: v for k, v in loop.latest.items() if v == v}  # drop NaN
+            if status.state is RunState.PENDING:
+                status.state = RunState.RUNNING
+            await self.registry.save(status)
+
+        try:
+            status.state = RunState.RUNNING
+            await self.registry.save(status)
+            learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
+            loop = RunLoop(
+                cfg,
+                redis=self.redis,
+                policy=self.policy,
+                learner=learner,
+                processor=processor,
+                store=self.store,
+                run_dir=Path(status.run_dir or ""),
+                settings=self.settings,
+                status_cb=report,
+            )
+            outcome = await loop.run(stop)
+            status.state = RunState.FINISHED if outcome == "finished" else RunState.STOPPED
+            await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
+        except asyncio.CancelledError:
+            raise  # process shutdown: the run stays `running` and resumes on restart
+        except Exception as exc:
+            logger.exception("run %s failed", cfg.run_id)
+            status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+        finally:
+            self.active.pop(cfg.run_id, None)
+        await self.registry.save(status)
+        await self.redis.rpush(
+            keys.events(cfg.run_id),
+            RunEvent(run_id=cfg.run_id, kind="done", data={"state": status.state.value}).model_dump_json(),
+        )
