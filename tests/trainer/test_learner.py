@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from safetensors import safe_open
 from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
 from halo.settings.trainer import LearnerConfig
-from halo_trainer.learner import Learner, LearnerBatch, build_batch, completion_logprobs
+from halo_trainer.learner import Learner, LearnerBatch, batch_from_token_ids, logprobs_and_entropy, select_rows
 
 VOCAB = 96
 PAD, VISION_START, VISION_END, IMAGE, VIDEO = 0, 90, 91, 92, 93
@@ -66,14 +67,15 @@ def group_batch(advantages: list[float], completions: list[list[int]] | None = N
     prompt = [1, 2, *tokens, 5, 6, 7]
     completions = completions or [[10, 11, 12], [20, 21], [30, 31, 32, 33], [40]][: len(advantages)]
     n = len(completions)
-    return build_batch(
+    inputs = batch_from_token_ids(
         [prompt] * n,
         completions,
-        advantages,
         pad_token_id=PAD,
+        image_token_id=IMAGE,
         pixel_values=pixels.repeat(n, 1),
         image_grid_thw=torch.tensor([grid] * n),
     )
+    return LearnerBatch(inputs=inputs, advantages=torch.tensor(advantages))
 
 
 def mixed_batch(advantages: list[float]) -> LearnerBatch:
@@ -82,14 +84,15 @@ def mixed_batch(advantages: list[float]) -> LearnerBatch:
     t2, p2, g2 = image(4, 6, seed=3)
     prompts = [[1, *t1, 3], [4, 5, 6], [1, *t2, 7, 8]]
     completions = [[10, 11], [12, 13, 14], [15]]
-    return build_batch(
+    inputs = batch_from_token_ids(
         prompts,
         completions,
-        advantages,
         pad_token_id=PAD,
+        image_token_id=IMAGE,
         pixel_values=torch.cat([p1, p2]),
         image_grid_thw=torch.tensor([g1, g2]),
     )
+    return LearnerBatch(inputs=inputs, advantages=torch.tensor(advantages))
 
 
 def config(**overrides) -> LearnerConfig:
@@ -104,23 +107,18 @@ def sequence_logprobs(learner: Learner, batch: LearnerBatch) -> torch.Tensor:
 # --- per-token log-probs -------------------------------------------------------------------------
 
 
-def test_completion_logprobs_match_a_full_forward_and_ignore_left_padding() -> None:
-    model = tiny_model()
+def test_logprobs_match_a_full_forward_of_each_row_alone() -> None:
+    learner = Learner(tiny_model(), config())
     batch = mixed_batch([0.0, 0.0, 0.0])
-    inputs = {
-        "input_ids": batch.input_ids,
-        "attention_mask": batch.attention_mask,
-        "pixel_values": batch.pixel_values,
-        "image_grid_thw": batch.image_grid_thw,
-    }
-    with torch.no_grad():
-        logp, entropy = completion_logprobs(model, inputs, batch.completion_mask, with_entropy=True)
-    assert logp.shape == batch.input_ids.shape and entropy is not None
-    assert torch.all(logp[~batch.completion_mask] == 0) and torch.all(logp[batch.completion_mask] < 0)
+    logp = learner.logprobs(batch)
+    mask = batch.inputs.completion_mask
+    assert logp.shape == mask.shape
+    assert torch.all(logp[~mask] == 0) and torch.all(logp[mask] < 0)
+    model = tiny_model()
     for row in range(3):
-        alone = batch.select([row], IMAGE, 2)
-        keep = alone.attention_mask[0].bool()
-        ids = alone.input_ids[:, keep]
+        alone = select_rows(batch.inputs, [row], spatial_merge_size=2)
+        n = int(alone.completion_mask.sum())
+        ids = alone.input_ids[:, : alone.prompt_lengths[0] + n]  # no padding at all
         with torch.no_grad():
             kwargs = {"input_ids": ids}
             if alone.pixel_values is not None:
@@ -130,31 +128,47 @@ def test_completion_logprobs_match_a_full_forward_and_ignore_left_padding() -> N
                     "mm_token_type_ids": (ids == IMAGE).int(),
                 }
             full = model(**kwargs).logits.log_softmax(-1)
-        n = int(alone.completion_mask.sum())
         expected = full[0, -n - 1 : -1].gather(-1, ids[0, -n:].unsqueeze(-1)).squeeze(-1)
-        assert torch.allclose(logp[row, -n:], expected, atol=1e-5), row
+        assert torch.allclose(logp[row, :n], expected, atol=1e-5), row
 
 
-def test_build_batch_places_tokens_and_behaviour_logprobs() -> None:
-    batch = build_batch(
-        [[1, 2, 3], [3]], [[4], [5, 6]], [1.0, -1.0], pad_token_id=PAD, behaviour_logprobs=[[-0.1], [-0.2, -0.3]]
-    )
-    assert batch.input_ids.tolist() == [[1, 2, 3, 4], [0, 3, 5, 6]]
-    assert batch.attention_mask.tolist() == [[1, 1, 1, 1], [0, 1, 1, 1]]
-    assert batch.completion_mask.tolist() == [[False, False, False, True], [False, False, True, True]]
-    assert batch.behaviour_logprobs is not None
-    assert torch.allclose(batch.behaviour_logprobs, torch.tensor([[0, 0, 0, -0.1], [0, 0, -0.2, -0.3]]))
-    with pytest.raises(ValueError, match="behaviour log-probs"):
-        build_batch([[1]], [[2, 3]], [0.0], pad_token_id=PAD, behaviour_logprobs=[[-0.1]])
-    with pytest.raises(ValueError, match="empty prompt"):
-        build_batch([[]], [[2]], [0.0], pad_token_id=PAD)
+def test_entropy_is_read_from_the_same_logits_and_respects_grammar_masks() -> None:
+    learner = Learner(tiny_model(), config())
+    batch = group_batch([0.0, 0.0])
+    logp, entropy = logprobs_and_entropy(learner.logprob_fn, learner.model, batch, grad=False)
+    assert torch.equal(logp, learner.logprobs(batch))
+    assert entropy is not None and entropy.shape == logp.shape
+    assert torch.all(entropy > 0) and torch.all(entropy <= torch.log(torch.tensor(float(VOCAB))) + 1e-5)
+    # a structured-output mask allowing 4 tokens (the sampled one among them) renormalises over those
+    allowed = torch.zeros(2, logp.shape[1], VOCAB, dtype=torch.bool)
+    allowed[..., 10:14] = True
+    allowed[..., 20:24] = True
+    masked = LearnerBatch(inputs=batch.inputs, advantages=batch.advantages, allowed=allowed)
+    logp_m, entropy_m = logprobs_and_entropy(learner.logprob_fn, learner.model, masked, grad=False)
+    on = batch.inputs.completion_mask
+    assert torch.all(logp_m[on] > logp[on]) and torch.all(entropy_m[on] <= torch.log(torch.tensor(8.0)) + 1e-5)
 
 
-def test_select_rejects_images_that_do_not_match_placeholders() -> None:
-    batch = mixed_batch([0.0, 0.0, 0.0])
-    bad = LearnerBatch(**{**batch.__dict__, "image_grid_thw": batch.image_grid_thw[:1]})
+def test_batch_from_token_ids_layout() -> None:
+    inputs = batch_from_token_ids([[1, 2, 3], [3]], [[4], [5, 6]], pad_token_id=PAD, image_token_id=IMAGE)
+    assert inputs.input_ids.tolist() == [[1, 2, 3, 4], [3, 5, 6, 0]]
+    assert inputs.attention_mask.tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert inputs.completion_ids.tolist() == [[4, 0], [5, 6]]
+    assert inputs.completion_mask.tolist() == [[True, False], [True, True]]
+    assert inputs.completion_positions.tolist() == [[3, 0], [1, 2]]
+    with pytest.raises(ValueError, match="empty"):
+        batch_from_token_ids([[]], [[2]], pad_token_id=PAD, image_token_id=IMAGE)
+
+
+def test_select_rows_keeps_each_rows_images_and_rejects_mismatches() -> None:
+    batch = mixed_batch([0.0, 0.0, 0.0]).inputs
+    last = select_rows(batch, [2], spatial_merge_size=2)
+    assert last.image_grid_thw.tolist() == [[1, 4, 6]] and torch.equal(last.pixel_values, batch.pixel_values[16:])
+    text_only = select_rows(batch, [1], spatial_merge_size=2)
+    assert text_only.pixel_values is None and text_only.image_grid_thw is None
+    bad = replace(batch, image_grid_thw=batch.image_grid_thw[:1])
     with pytest.raises(ValueError, match="without an image"):
-        bad.select([0], IMAGE, 2)
+        select_rows(bad, [0], spatial_merge_size=2)
 
 
 # --- updates -------------------------------------------------------------------------------------
@@ -245,7 +259,7 @@ def test_stale_behaviour_logprobs_give_ratios_and_clipping() -> None:
     batch = group_batch([1.0, -1.0])
     current = learner.logprobs(batch)
     # the sampler saw these tokens as much less likely (ratio e^1 > 1.1) with positive advantage
-    stale = LearnerBatch(**{**batch.__dict__, "behaviour_logprobs": current - 1.0})
+    stale = replace(batch, behaviour_logprobs=current - 1.0)
     metrics = learner.update(stale)
     assert metrics["train/ratio_min"] == pytest.approx(torch.e, rel=1e-4)
     assert metrics["train/behaviour_logprob_gap"] == pytest.approx(1.0, rel=1e-4)

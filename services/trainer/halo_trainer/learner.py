@@ -12,16 +12,18 @@ The LoRA adapter covers the language model only: vLLM applies a Qwen3-VL adapter
 model and drops vision-tower keys, so training the vision tower would make the served policy differ
 from the trained one. ``save_adapter`` writes exactly what vLLM's ``/v1/load_lora_adapter`` reads.
 
-The per-token log-prob computation is a plain function of ``(model, inputs, completion_mask)``
-(``completion_logprobs``) passed to the learner, so it can be replaced by one that rebuilds the
-sampler's inputs exactly.
+Inputs and per-token log-probs are the policy package's (``halo_policy.logprobs``): its
+``build_batch`` rebuilds each prompt and refuses one whose token ids differ from vLLM's, and its
+``completion_logprobs`` is tested for parity with vLLM's behaviour log-probs (structured-output
+masks included). The learner takes that function as ``logprob_fn`` and reads the entropy metric
+from the logits it computes (a forward hook on ``lm_head``), so nothing is computed twice.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -31,14 +33,16 @@ from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
-from halo_trainer.objective import LossStats, policy_loss, token_logprobs_and_entropy
+from halo_policy.logprobs import PolicyBatch
+from halo_policy.logprobs import completion_logprobs as policy_completion_logprobs
+from halo_trainer.objective import LossStats, policy_loss
 
 logger = logging.getLogger(__name__)
 
 IMAGE_TOKEN_TYPE = 1  # Qwen3-VL's mm_token_type_ids: 0 text, 1 image, 2 video
-VIDEO_TOKEN_TYPE = 2
 
-LogprobFn = Callable[..., tuple[Tensor, Tensor | None]]
+# (model, batch, *, grad, allowed) -> per-completion-token log-probs [B, C], 0 off the mask
+LogprobFn = Callable[..., Tensor]
 
 
 def language_model_targets(modules: Sequence[str]) -> str:
@@ -46,163 +50,168 @@ def language_model_targets(modules: Sequence[str]) -> str:
     return r".*\.language_model\..*\.(" + "|".join(modules) + r")$"
 
 
-@dataclass
-class LearnerBatch:
-    """Model inputs for a batch of completions, one row per completion (prompt + completion tokens).
-
-    ``completion_mask[i, t]`` is set where ``input_ids[i, t]`` is a sampled completion token;
-    ``behaviour_logprobs[i, t]`` is the sampler's log-prob of that token (anything elsewhere).
-    Images are concatenated in row order, as Qwen3-VL's processor lays them out. Left padding keeps
-    the logits the learner computes to the last ``max completion length + 1`` positions.
-    """
-
-    input_ids: Tensor  # [B, L] long
-    attention_mask: Tensor  # [B, L]
-    completion_mask: Tensor  # [B, L] bool
-    advantages: Tensor  # [B]
-    behaviour_logprobs: Tensor | None = None  # [B, L]
-    pixel_values: Tensor | None = None  # [sum of t*h*w patches, C * temporal_patch * patch^2]
-    image_grid_thw: Tensor | None = None  # [images, 3]
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    def to(self, device: torch.device | str) -> LearnerBatch:
-        moved = {f.name: getattr(self, f.name) for f in fields(self)}
-        return LearnerBatch(**{k: v.to(device) if isinstance(v, Tensor) else v for k, v in moved.items()})
-
-    def select(self, rows: Sequence[int], image_token_id: int, spatial_merge_size: int) -> LearnerBatch:
-        """The given rows, with their own images' patches."""
-        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.input_ids.device)
-        sub = replace(
-            self,
-            input_ids=self.input_ids[index],
-            attention_mask=self.attention_mask[index],
-            completion_mask=self.completion_mask[index],
-            advantages=self.advantages[index],
-            behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs[index],
-        )
-        if self.image_grid_thw is None or self.pixel_values is None:
-            return sub
-        owner = self.image_rows(image_token_id, spatial_merge_size)
-        patches = self.image_grid_thw.prod(-1).tolist()
-        starts = [0]
-        for n in patches:
-            starts.append(starts[-1] + n)
-        wanted = set(rows)
-        keep = [i for i, row in enumerate(owner) if row in wanted]
-        if not keep:
-            return replace(sub, pixel_values=None, image_grid_thw=None)
-        pixel_rows = torch.cat([torch.arange(starts[i], starts[i + 1]) for i in keep]).to(self.pixel_values.device)
-        return replace(sub, pixel_values=self.pixel_values[pixel_rows], image_grid_thw=self.image_grid_thw[keep])
-
-    def image_rows(self, image_token_id: int, spatial_merge_size: int) -> list[int]:
-        """The row each image belongs to, from the image placeholder tokens each row holds."""
-        assert self.image_grid_thw is not None
-        per_row = (self.input_ids == image_token_id).sum(-1).tolist()
-        owner: list[int] = []
-        row = 0
-        for t, h, w in self.image_grid_thw.tolist():
-            tokens = t * h * w // spatial_merge_size**2
-            while row < len(per_row) and per_row[row] == 0:
-                row += 1
-            if row == len(per_row) or per_row[row] < tokens:
-                raise ValueError("image_grid_thw does not match the image placeholder tokens in input_ids")
-            owner.append(row)
-            per_row[row] -= tokens
-        if any(per_row):
-            raise ValueError("input_ids hold image placeholder tokens without an image in image_grid_thw")
-        return owner
+def image_rows(batch: PolicyBatch, spatial_merge_size: int) -> list[int]:
+    """The row each image of ``batch`` belongs to, from the image tokens each row holds."""
+    per_row = (batch.mm_token_type_ids == IMAGE_TOKEN_TYPE).sum(-1).tolist()
+    owner: list[int] = []
+    row = 0
+    for t, h, w in batch.image_grid_thw.tolist():
+        tokens = t * h * w // spatial_merge_size**2
+        while row < len(per_row) and per_row[row] == 0:
+            row += 1
+        if row == len(per_row) or per_row[row] < tokens:
+            raise ValueError("image_grid_thw does not match the image tokens in the batch")
+        owner.append(row)
+        per_row[row] -= tokens
+    if any(per_row):
+        raise ValueError("the batch holds image tokens without an image in image_grid_thw")
+    return owner
 
 
-def build_batch(
+def select_rows(batch: PolicyBatch, rows: Sequence[int], spatial_merge_size: int) -> PolicyBatch:
+    """The given rows of a batch, with their own images' patches."""
+    index = torch.as_tensor(list(rows), dtype=torch.long, device=batch.input_ids.device)
+    picked = {
+        f.name: getattr(batch, f.name)[index]
+        for f in fields(batch)
+        if f.name not in ("pixel_values", "image_grid_thw", "prompt_lengths")
+    }
+    picked["prompt_lengths"] = [batch.prompt_lengths[r] for r in rows]
+    if batch.image_grid_thw is None or batch.pixel_values is None or batch.image_grid_thw.numel() == 0:
+        return PolicyBatch(**picked, pixel_values=batch.pixel_values, image_grid_thw=batch.image_grid_thw)
+    owner = image_rows(batch, spatial_merge_size)
+    starts = [0]
+    for n in batch.image_grid_thw.prod(-1).tolist():
+        starts.append(starts[-1] + n)
+    wanted = set(rows)
+    keep = [i for i, row in enumerate(owner) if row in wanted]
+    if not keep:
+        return PolicyBatch(**picked, pixel_values=None, image_grid_thw=None)
+    patches = torch.cat([torch.arange(starts[i], starts[i + 1]) for i in keep]).to(batch.pixel_values.device)
+    return PolicyBatch(**picked, pixel_values=batch.pixel_values[patches], image_grid_thw=batch.image_grid_thw[keep])
+
+
+def batch_from_token_ids(
     prompts: Sequence[Sequence[int]],
     completions: Sequence[Sequence[int]],
-    advantages: Sequence[float] | Tensor,
     *,
     pad_token_id: int,
-    behaviour_logprobs: Sequence[Sequence[float]] | None = None,
+    image_token_id: int,
     pixel_values: Tensor | None = None,
     image_grid_thw: Tensor | None = None,
-) -> LearnerBatch:
-    """Left-padded rows ``prompt + completion`` from token ids (the sampler's ``prompt_token_ids``/``token_ids``)."""
-    if not (len(prompts) == len(completions) == len(advantages)):
-        raise ValueError(f"{len(prompts)} prompts, {len(completions)} completions, {len(advantages)} advantages")
-    if behaviour_logprobs is not None and len(behaviour_logprobs) != len(completions):
-        raise ValueError(f"{len(behaviour_logprobs)} behaviour log-prob lists for {len(completions)} completions")
-    width = max(len(p) + len(c) for p, c in zip(prompts, completions, strict=True))
+) -> PolicyBatch:
+    """A right-padded ``PolicyBatch`` from token ids and ready pixels, laid out as ``halo_policy.logprobs.build_batch``.
+
+    For callers that already hold model inputs; ``build_batch`` (which also checks that the prompt
+    is the one vLLM saw) is the way from transitions.
+    """
+    if len(prompts) != len(completions) or not prompts:
+        raise ValueError(f"{len(prompts)} prompts for {len(completions)} completions")
+    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+        if not prompt or not completion:
+            raise ValueError(f"row {i}: empty prompt or completion")
     batch = len(prompts)
+    width = max(len(p) + len(c) for p, c in zip(prompts, completions, strict=True))
+    max_completion = max(len(c) for c in completions)
     input_ids = torch.full((batch, width), pad_token_id, dtype=torch.long)
     attention = torch.zeros((batch, width), dtype=torch.long)
-    completion = torch.zeros((batch, width), dtype=torch.bool)
-    behaviour = torch.zeros((batch, width), dtype=torch.float32)
-    for i, (prompt, comp) in enumerate(zip(prompts, completions, strict=True)):
-        if not prompt:
-            raise ValueError(f"row {i}: empty prompt (the first completion token needs a context)")
-        start = width - len(prompt) - len(comp)
-        input_ids[i, start:] = torch.tensor(list(prompt) + list(comp), dtype=torch.long)
-        attention[i, start:] = 1
-        completion[i, width - len(comp) :] = True
-        if behaviour_logprobs is not None:
-            if len(behaviour_logprobs[i]) != len(comp):
-                raise ValueError(f"row {i}: {len(behaviour_logprobs[i])} behaviour log-probs for {len(comp)} tokens")
-            if comp:
-                behaviour[i, width - len(comp) :] = torch.tensor(list(behaviour_logprobs[i]), dtype=torch.float32)
-    return LearnerBatch(
+    completion_ids = torch.zeros((batch, max_completion), dtype=torch.long)
+    completion_mask = torch.zeros((batch, max_completion), dtype=torch.bool)
+    positions = torch.zeros((batch, max_completion), dtype=torch.long)
+    for b, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+        row = list(prompt) + list(completion)
+        input_ids[b, : len(row)] = torch.tensor(row)
+        attention[b, : len(row)] = 1
+        completion_ids[b, : len(completion)] = torch.tensor(list(completion))
+        completion_mask[b, : len(completion)] = True
+        positions[b, : len(completion)] = torch.arange(len(prompt), len(row))
+    return PolicyBatch(
         input_ids=input_ids,
         attention_mask=attention,
-        completion_mask=completion,
-        advantages=torch.as_tensor(advantages, dtype=torch.float32),
-        behaviour_logprobs=behaviour if behaviour_logprobs is not None else None,
+        mm_token_type_ids=((input_ids == image_token_id) & attention.bool()).int() * IMAGE_TOKEN_TYPE,
         pixel_values=pixel_values,
         image_grid_thw=image_grid_thw,
+        completion_ids=completion_ids,
+        completion_mask=completion_mask,
+        completion_positions=positions,
+        prompt_lengths=[len(p) for p in prompts],
     )
 
 
-def mm_token_type_ids(config, input_ids: Tensor) -> Tensor:
-    """Qwen3-VL's modality per position (needed for its 3-D rope) from the placeholder token ids."""
-    types = torch.zeros_like(input_ids, dtype=torch.int32)
-    types[input_ids == config.image_token_id] = IMAGE_TOKEN_TYPE
-    types[input_ids == config.video_token_id] = VIDEO_TOKEN_TYPE
-    return types
+@dataclass
+class LearnerBatch:
+    """A batch of completions to learn from, one row each (often one group or a few groups).
 
-
-def completion_logprobs(
-    model: nn.Module, inputs: Mapping[str, Tensor | None], completion_mask: Tensor, *, with_entropy: bool = False
-) -> tuple[Tensor, Tensor | None]:
-    """Per-position log-prob of each completion token, ``[B, L]`` (0 elsewhere), and its entropy.
-
-    ``logp[i, t] = log p(input_ids[i, t] | input_ids[i, :t], images)``. Logits are computed only for
-    the positions from the earliest completion token on (``logits_to_keep``), not the whole prompt.
+    ``behaviour_logprobs[i, j]`` is the log-prob vLLM reported for completion token ``j`` of row
+    ``i`` (``Transition.behaviour_logprobs``, right-padded like ``inputs.completion_ids``); without
+    it the learner's own detached log-probs stand in (ratio 1). ``allowed`` is the structured-output
+    mask of ``halo_policy.logprobs.grammar_masks`` when vLLM sampled under a grammar.
     """
-    input_ids = inputs["input_ids"]
-    assert input_ids is not None
-    batch, width = input_ids.shape
-    mask = completion_mask.bool()
-    has = mask.any(-1)
-    if not has.any():
-        zeros = torch.zeros(batch, width, device=input_ids.device)
-        return zeros, (zeros.clone() if with_entropy else None)
-    first = int(mask.float().argmax(-1)[has].min())
-    if first < 1:
-        raise ValueError("a completion token at position 0 has no context to be predicted from")
-    kwargs = {k: v for k, v in inputs.items() if v is not None}
-    if "pixel_values" in kwargs and "mm_token_type_ids" not in kwargs:
-        kwargs["mm_token_type_ids"] = mm_token_type_ids(model.config, input_ids)
-    logits = model(**kwargs, logits_to_keep=width - first + 1, use_cache=False).logits
-    # logits[:, j] predicts the token at position first + j
-    logp, entropy = token_logprobs_and_entropy(logits[:, :-1], input_ids[:, first:], with_entropy)
-    on = mask[:, first:]
-    logp = torch.cat([logp.new_zeros(batch, first), logp.masked_fill(~on, 0.0)], dim=1)
-    if entropy is not None:
-        entropy = torch.cat([entropy.new_zeros(batch, first), entropy.masked_fill(~on, 0.0)], dim=1)
+
+    inputs: PolicyBatch
+    advantages: Tensor  # [B]
+    behaviour_logprobs: Tensor | None = None  # [B, C]
+    allowed: Tensor | None = None  # [B, C, V] bool
+
+    def __len__(self) -> int:
+        return self.inputs.input_ids.shape[0]
+
+    def to(self, device: torch.device | str) -> LearnerBatch:
+        return LearnerBatch(
+            inputs=self.inputs.to(device),
+            advantages=self.advantages.to(device),
+            behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs.to(device),
+            allowed=None if self.allowed is None else self.allowed.to(device),
+        )
+
+    def select(self, rows: Sequence[int], spatial_merge_size: int) -> LearnerBatch:
+        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.advantages.device)
+        return replace(
+            self,
+            inputs=select_rows(self.inputs, rows, spatial_merge_size),
+            advantages=self.advantages[index],
+            behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs[index],
+            allowed=None if self.allowed is None else self.allowed[index],
+        )
+
+
+def _lm_head(model: nn.Module) -> nn.Module | None:
+    base = model.get_base_model() if isinstance(model, PeftModel) else model
+    return getattr(base, "lm_head", None)
+
+
+def logprobs_and_entropy(
+    logprob_fn: LogprobFn, model: nn.Module, batch: LearnerBatch, *, grad: bool
+) -> tuple[Tensor, Tensor | None]:
+    """``logprob_fn``'s log-probs ``[B, C]`` and the entropy of each predicted distribution (no grad).
+
+    The entropy comes from the logits ``logprob_fn`` already computes (captured at ``lm_head``), with
+    the same structured-output mask; None if the function does not go through ``lm_head``.
+    """
+    captured: list[Tensor] = []
+    head = _lm_head(model)
+    hook = head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach())) if head is not None else None
+    try:
+        logp = logprob_fn(model, batch.inputs, grad=grad, allowed=batch.allowed)
+    finally:
+        if hook is not None:
+            hook.remove()
+    entropy = None
+    if len(captured) == 1 and captured[0].shape[:2] == logp.shape:
+        with torch.no_grad():
+            logits = captured[0].float()
+            if batch.allowed is not None:
+                logits = logits.masked_fill(~batch.allowed[..., : logits.shape[-1]], float("-inf"))
+            logp_all = logits.log_softmax(-1)
+            probs = logp_all.exp()
+            entropy = -(probs * logp_all.masked_fill(probs == 0, 0.0)).sum(-1)
     return logp, entropy
 
 
 class Learner:
     """LoRA policy-gradient learner over a transformers Qwen3-VL model (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = completion_logprobs):
+    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = policy_completion_logprobs):
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
         self.config = config
@@ -234,9 +243,7 @@ class Learner:
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
         self.step = 0
-        base_config = self.model.get_base_model().config
-        self._image_token_id: int = base_config.image_token_id
-        self._merge: int = base_config.vision_config.spatial_merge_size
+        self._merge: int = self.model.get_base_model().config.vision_config.spatial_merge_size
         self.model.eval()
 
     @classmethod
@@ -247,7 +254,7 @@ class Learner:
         *,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
-        logprob_fn: LogprobFn = completion_logprobs,
+        logprob_fn: LogprobFn = policy_completion_logprobs,
     ) -> Learner:
         from transformers import Qwen3VLForConditionalGeneration
 
@@ -266,11 +273,17 @@ class Learner:
         """One optimiser step on a batch of completions; returns ``train/*`` metrics."""
         cfg = self.config
         batch = batch.to(self.device)
-        lengths = batch.completion_mask.sum(-1)
+        completion_mask = batch.inputs.completion_mask
+        lengths = completion_mask.sum(-1)
         if int(lengths.max()) > cfg.max_completion_tokens:
             raise ValueError(
                 f"a completion has {int(lengths.max())} tokens, more than max_completion_tokens="
                 f"{cfg.max_completion_tokens} (Dr. GRPO's constant normaliser; set it to the sampler's max_tokens)"
+            )
+        if batch.behaviour_logprobs is not None and batch.behaviour_logprobs.shape != completion_mask.shape:
+            raise ValueError(
+                f"behaviour_logprobs {tuple(batch.behaviour_logprobs.shape)} do not match the completions "
+                f"{tuple(completion_mask.shape)}"
             )
         needed = (lengths > 0) & ((batch.advantages != 0) | (cfg.kl_coef > 0))
         rows = needed.nonzero().flatten().tolist()
@@ -280,24 +293,18 @@ class Learner:
         stats = LossStats()
         loss_total = 0.0
         for start in range(0, len(rows), cfg.micro_batch_size):
-            micro = batch.select(rows[start : start + cfg.micro_batch_size], self._image_token_id, self._merge)
-            inputs = {
-                "input_ids": micro.input_ids,
-                "attention_mask": micro.attention_mask,
-                "pixel_values": micro.pixel_values,
-                "image_grid_thw": micro.image_grid_thw,
-            }
+            micro = batch.select(rows[start : start + cfg.micro_batch_size], self._merge)
             ref = None
             if cfg.kl_coef > 0:
                 with torch.no_grad(), self.model.disable_adapter():
-                    ref, _ = self.logprob_fn(self.model, inputs, micro.completion_mask)
-            logp, entropy = self.logprob_fn(self.model, inputs, micro.completion_mask, with_entropy=True)
+                    ref = self.logprob_fn(self.model, micro.inputs, grad=False, allowed=micro.allowed)
+            logp, entropy = logprobs_and_entropy(self.logprob_fn, self.model, micro, grad=True)
             behaviour = micro.behaviour_logprobs if micro.behaviour_logprobs is not None else logp.detach()
             loss, micro_stats = policy_loss(
                 logp,
                 behaviour,
                 micro.advantages,
-                micro.completion_mask,
+                micro.inputs.completion_mask,
                 ref_logprobs=ref,
                 entropy=entropy,
                 loss_type=cfg.loss_type,
@@ -319,7 +326,7 @@ class Learner:
                 logger.warning("non-finite gradient norm at update %d: step skipped", self.step)
                 self.optimizer.zero_grad(set_to_none=True)
         lr = self.scheduler.get_last_lr()[0]
-        self.optimizer.step()  # parameters without a gradient (skipped rows only) do not move
+        self.optimizer.step()  # parameters without a gradient (all rows skipped) do not move
         self.scheduler.step()
         self.step += 1
         self.model.eval()
@@ -335,23 +342,22 @@ class Learner:
         }
         for key in ("tokens", "kl", "entropy", "clip_frac", "ratio_mean", "ratio_min", "ratio_max"):
             metrics[f"train/{key}"] = summary[key]
+        if stats.entropy_tokens == 0 and stats.tokens > 0:
+            metrics["train/entropy"] = float("nan")  # the log-prob function gave no logits to read it from
         metrics["train/behaviour_logprob_gap"] = summary["behaviour_logprob_gap"]
         return metrics
 
     @torch.no_grad()
-    def logprobs(self, batch: LearnerBatch, *, adapter: bool = True) -> Tensor:
-        """Per-position completion log-probs ``[B, L]`` under the current adapter (or the base model)."""
-        batch = batch.to(self.device)
-        inputs = {
-            "input_ids": batch.input_ids,
-            "attention_mask": batch.attention_mask,
-            "pixel_values": batch.pixel_values,
-            "image_grid_thw": batch.image_grid_thw,
-        }
+    def logprobs(self, batch: LearnerBatch | PolicyBatch, *, adapter: bool = True) -> Tensor:
+        """Per-completion-token log-probs ``[B, C]`` under the current adapter (or the base model)."""
+        inputs = batch.inputs if isinstance(batch, LearnerBatch) else batch
+        allowed = batch.allowed if isinstance(batch, LearnerBatch) else None
+        inputs = inputs.to(self.device)
+        allowed = None if allowed is None else allowed.to(self.device)
         if adapter:
-            return self.logprob_fn(self.model, inputs, batch.completion_mask)[0]
+            return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
         with self.model.disable_adapter():
-            return self.logprob_fn(self.model, inputs, batch.completion_mask)[0]
+            return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
 
     def save_adapter(self, directory: str | Path) -> Path:
         """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
