@@ -175,3 +175,8 @@ def test_bad_bodies_get_4xx_with_a_clear_message(base: str, name: str) -> None:
 def test_wrong_method_and_path(base: str) -> None:
     assert httpx.get(f"{base}/reward").status_code == 405
     assert httpx.post(f"{base}/rewards", json={}).status_code == 404
+
+
+def test_oversized_body_is_refused_before_parsing(base: str) -> None:
+    r = httpx.post(f"{base}/reward", content=b"x" * 8_000_001, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "exceeds" in r.json()["error"]

@@ -42,6 +42,9 @@ class RewardSettings(HaloSettings):
     duplicate_wait_s: float = Field(
         5.0, ge=0.0, description="How long a duplicate waits for the first copy's answer before a 409, seconds"
     )
+    max_body_bytes: int = Field(
+        8_000_000, ge=10_000, description="Largest accepted request body (Content-Length), bytes; larger is a 413"
+    )
     max_remembered: int = Field(
         512, ge=8, description="Visited states and tried actions remembered per episode branch (count)"
     )
