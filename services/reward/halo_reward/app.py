@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from halo.logging import setup_logging
 from halo.schemas import ErrorResponse, RewardBreakdown, RewardRequest
@@ -116,7 +116,7 @@ def create_app(settings: RewardSettings | None = None) -> FastAPI:
     install_error_handlers(app)
 
     @app.middleware("http")
-    async def limit_body(request: Request, call_next):
+    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         # A state summary is a few hundred KB at most; refuse anything far larger before parsing it.
         length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > settings.max_body_bytes:
