@@ -103,7 +103,7 @@
       cells += '<span class="' + cls.join(" ") + '">' + toDate(day).getUTCDate() + "</span>";
     }
     const d = toDate(first);
-    return '<div class="mini"><div class="mini-title">' + MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear() + '</div><div class="mini-grid">' + cells + "</div></div>";
+    return '<div class="mini" aria-hidden="true"><div class="mini-title">' + MONTHS[d.getUTCMonth()] + " " + d.getUTCFullYear() + '</div><div class="mini-grid">' + cells + "</div></div>";
   }
 
   function sidebar(r) {

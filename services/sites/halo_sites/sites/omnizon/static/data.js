@@ -139,10 +139,10 @@
           payment: { method: "card", cardLast4: "4242", nameOnCard: "Alex Morgan", expiry: "09/27" },
         };
       });
-      return { cart: { items: items }, order: { orders: orders }, ui: { notice: "" } };
+      return { cart: { items: items }, order: { orders: orders } };
     },
     initialView: function () {
-      return { search: "", qty: 1, checkout: null, added: null };
+      return { route: null, search: "", qty: 1, checkout: null, added: null, sortOpen: false };
     },
   });
 })();

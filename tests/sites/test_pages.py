@@ -1,0 +1,196 @@
+"""The clones in real Chromium: /config and /finish, seeding, diffs, milestones, exact forks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+VIEWPORT = {"width": 1280, "height": 720}
+
+
+async def _reset(browser, sites_url: str, site: str, task_id: str | None = None, seed: int = 0):
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    query = f"?seed={seed}" + (f"&task_id={task_id}" if task_id else "")
+    await page.goto(f"{sites_url}/{site}/config{query}")
+    await page.wait_for_url(f"{sites_url}/{site}/**")
+    await page.wait_for_load_state("load")
+    page.errors = errors  # type: ignore[attr-defined]
+    return context, page
+
+
+async def _click(page, halo_id: str) -> None:
+    await page.locator(f'[data-halo-id="{halo_id}"]').click()
+
+
+async def _finish_page(context, sites_url: str, site: str) -> dict:
+    """What REAL's backend reads: /finish in a second page of the same context."""
+    page = await context.new_page()
+    await page.goto(f"{sites_url}/{site}/finish")
+    text = await page.locator("pre").inner_text()
+    await page.close()
+    return json.loads(text)
+
+
+async def test_config_then_finish_has_reals_shape_and_an_empty_diff(browser, sites_url: str) -> None:
+    context, page = await _reset(browser, sites_url, "gomail", "local.gomail-1", seed=3)
+    assert page.url.endswith("/gomail/")
+    state = await _finish_page(context, sites_url, "gomail")
+    assert state["site"] == "gomail" and state["task_id"] == "local.gomail-1" and state["seed"] == 3
+    assert state["initialfinaldiff"] == {"added": {}, "updated": {}, "deleted": {}}
+    assert state["differences"] == {"emails": {"added": [], "updated": [], "deleted": []}}
+    assert state["progress"] == {}
+    assert await page.evaluate("window.__HALO__.finish()") == state
+    assert await page.evaluate("window.__HALO__.site") == "gomail"
+    assert page.errors == []
+    await context.close()
+
+
+async def test_gomail_diff_paths_and_milestones(browser, sites_url: str) -> None:
+    context, page = await _reset(browser, sites_url, "gomail")
+    await _click(page, "email-e01")  # opening reads it
+    await _click(page, "delete")
+    await _click(page, "compose")
+    await page.keyboard.type("sam.lee@acme.com")
+    await _click(page, "subject")
+    await page.keyboard.type("Hello")
+    await _click(page, "send")
+    state = await page.evaluate("window.__HALO__.finish()")
+    updated = state["initialfinaldiff"]["updated"]
+    assert updated["email"]["emails"]["e01"] == {"isRead": True, "trash": True}
+    assert updated["ui"]["snackbar"]["message"] == "Message sent"
+    sent = state["initialfinaldiff"]["added"]["email"]["emails"]["new-1"]
+    assert sent["to"] == ["sam.lee@acme.com"] and sent["subject"] == "Hello" and sent["sent"] is True
+    assert [e["id"] for e in state["differences"]["emails"]["added"]] == ["new-1"]
+    assert [e["id"] for e in state["differences"]["emails"]["updated"]] == ["e01"]
+    assert list(state["progress"]) == [
+        "compose_opened",
+        "recipient_filled",
+        "subject_filled",
+        "send_clicked",
+        "message_sent",
+    ]
+    # Milestones are never unset within an episode; /config clears them.
+    await _click(page, "compose")
+    await _click(page, "discard")
+    assert len((await page.evaluate("window.__HALO__.finish()"))["progress"]) == 5
+    await page.goto(f"{sites_url}/gomail/config")
+    await page.wait_for_url(f"{sites_url}/gomail/")
+    assert (await page.evaluate("window.__HALO__.finish()"))["progress"] == {}
+    assert page.errors == []
+    await context.close()
+
+
+async def test_gocalendar_delete_and_create_show_in_differences(browser, sites_url: str) -> None:
+    context, page = await _reset(browser, sites_url, "gocalendar")
+    await _click(page, "event-ev06")
+    await _click(page, "delete-event")
+    await _click(page, "create")
+    await page.keyboard.type("Gym")
+    await page.locator('[data-halo-id="event-start"]').click(click_count=3)
+    await page.keyboard.type("7am")
+    await page.locator('[data-halo-id="event-end"]').click(click_count=3)
+    await page.keyboard.type("8:00 AM")
+    await _click(page, "save-event")
+    state = await _finish_page(context, sites_url, "gocalendar")
+    events = state["differences"]["events"]
+    assert [e["id"] for e in events["deleted"]] == ["ev06"]
+    assert events["added"][0]["title"] == "Gym"
+    assert events["added"][0]["start"] == "2024-07-15T07:00:00" and events["added"][0]["end"] == "2024-07-15T08:00:00"
+    assert state["initialfinaldiff"]["deleted"]["calendar"]["events"]["ev06"]["title"] == "Dentist appointment"
+    assert set(state["progress"]) == {
+        "create_clicked",
+        "title_entered",
+        "datetime_set",
+        "save_clicked",
+        "event_created",
+    }
+    assert await page.locator(".snackbar").inner_text() == "Event created"
+    assert page.errors == []
+    await context.close()
+
+
+async def test_gocalendar_rejects_an_unreadable_time(browser, sites_url: str) -> None:
+    context, page = await _reset(browser, sites_url, "gocalendar")
+    await _click(page, "create")
+    await page.locator('[data-halo-id="event-start"]').click(click_count=3)
+    await page.keyboard.type("25:99")
+    await _click(page, "save-event")
+    assert "Could not read the time" in await page.locator(".ed-error").inner_text()
+    state = await page.evaluate("window.__HALO__.finish()")
+    assert state["differences"]["events"]["added"] == []
+    assert "event_created" not in state["progress"] and "save_clicked" in state["progress"]
+    await context.close()
+
+
+async def _button_box(page, halo_id: str) -> tuple[float, float]:
+    box = await page.locator(f'[data-halo-id="{halo_id}"]').bounding_box()
+    return round(box["x"] + box["width"] / 2), round(box["y"] + box["height"] / 2)
+
+
+async def test_playground_layouts_follow_the_seed(browser, sites_url: str) -> None:
+    fixed, moving = set(), []
+    for seed in range(4):
+        context, page = await _reset(browser, sites_url, "playground", "local.playground-1", seed=seed)
+        fixed.add(await _button_box(page, "btn-submit"))
+        await context.close()
+        context, page = await _reset(browser, sites_url, "playground", "local.playground-2", seed=seed)
+        moving.append(await _button_box(page, "btn-submit"))
+        await context.close()
+    assert fixed == {(640, 405)}
+    assert moving == [(320, 250), (960, 250), (320, 560), (960, 560)]  # slots[seed % 4]
+
+
+async def test_same_task_and_seed_give_byte_identical_screenshots(browser, sites_url: str) -> None:
+    for site, task in (("playground", "local.playground-5"), ("gomail", "local.gomail-1"), ("gocalendar", None)):
+        shots, states = [], []
+        for _ in range(2):
+            context, page = await _reset(browser, sites_url, site, task, seed=11)
+            shots.append(await page.screenshot())
+            states.append(await page.evaluate(f"localStorage.getItem('halo:{site}:initial')"))
+            await context.close()
+        assert shots[0] == shots[1], site
+        assert states[0] == states[1], site
+
+
+async def test_snapshot_of_storage_and_url_forks_the_exact_screen(browser, sites_url: str) -> None:
+    """What the environment's snapshot fork does: copy storage + URL into a fresh context."""
+    context, page = await _reset(browser, sites_url, "gomail")
+    await _click(page, "compose")
+    await page.keyboard.type("sam.lee@acme.com")
+    await _click(page, "subject")
+    await page.keyboard.type("Hel")
+    before = await page.screenshot()
+    storage = await context.storage_state()
+    url = page.url
+    fork = await browser.new_context(viewport=VIEWPORT, storage_state=storage)
+    forked = await fork.new_page()
+    await forked.goto(url)
+    await forked.wait_for_load_state("load")
+    assert await forked.screenshot() == before
+    # Typing after the fork lands in the field that had the focus.
+    await forked.keyboard.type("lo")
+    await page.keyboard.type("lo")
+    assert await forked.screenshot() == await page.screenshot()
+    await _click(forked, "send")
+    state = await forked.evaluate("window.__HALO__.finish()")
+    assert state["differences"]["emails"]["added"][0]["subject"] == "Hello"
+    # The original is untouched by what the fork did.
+    assert (await page.evaluate("window.__HALO__.finish()"))["differences"]["emails"]["added"] == []
+    await fork.close()
+    await context.close()
+
+
+async def test_playground_is_one_shot(browser, sites_url: str) -> None:
+    context, page = await _reset(browser, sites_url, "playground", "local.playground-4", seed=2)
+    await _click(page, "btn-cancel")
+    assert await page.locator('[data-halo-id="btn-ok"]').is_disabled()
+    state = await page.evaluate("window.__HALO__.finish()")
+    assert state["initialfinaldiff"]["updated"]["submission"]["button"] == "Cancel"
+    assert state["progress"] == {"submitted": True}
+    await context.close()
