@@ -85,7 +85,12 @@ class NetworkGuard:
         navigation = request.is_navigation_request() and request.frame.parent_frame is None
         self._remember(url, navigation)
         with contextlib.suppress(PlaywrightError):
-            await route.abort("blockedbyclient")
+            if navigation:
+                # 204 cancels a navigation and leaves the current document alone; an abort would
+                # replace it with Chromium's error page and lose the page's in-DOM state.
+                await route.fulfill(status=204, body="")
+            else:
+                await route.abort("blockedbyclient")
 
     async def _on_websocket(self, ws: WebSocketRoute) -> None:
         if self.allows(ws.url):

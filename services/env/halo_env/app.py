@@ -78,7 +78,7 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
                 await pool.close()
                 logger.info("env service stopped: every session and browser closed")
 
-    app = FastAPI(title="HALO env", lifespan=lifespan)
+    app = FastAPI(title="HALO env", lifespan=lifespan, redirect_slashes=False)
     install_error_handlers(app)
 
     async def probe_browser() -> None:

@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 from playwright.async_api import Route
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from halo.schemas import Snapshot
 from halo_env.page_js import CAPTURE, QUIET_POINTER_OFF, QUIET_POINTER_ON, RESTORE_PAGE, SEED_STORAGE
@@ -62,6 +63,88 @@ async def restore(lease: Lease, state: dict[str, Any]) -> None:
             await page.evaluate(QUIET_POINTER_OFF)
 
 
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Cookie(_Loose):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(max_length=4096)
+    value: str = Field(max_length=16384)
+    domain: str | None = Field(None, max_length=253)
+    path: str | None = Field(None, max_length=4096)
+    url: str | None = Field(None, max_length=4096)
+    expires: float | None = None
+    httpOnly: bool | None = None
+    secure: bool | None = None
+    sameSite: str | None = Field(None, pattern="^(Strict|Lax|None)$")
+
+    @model_validator(mode="after")
+    def _where(self) -> _Cookie:
+        if not self.url and not (self.domain and self.path):
+            raise ValueError("a cookie needs 'url' or both 'domain' and 'path'")
+        return self
+
+
+class _Item(_Loose):
+    name: str
+    value: str
+
+
+class _Origin(_Loose):
+    origin: str = Field(max_length=300)
+    localStorage: list[_Item] = Field(default_factory=list)
+
+
+class _Scrolled(_Loose):
+    path: str = Field(max_length=4000)
+    top: float = 0
+    left: float = 0
+
+
+class _Field(_Loose):
+    path: str = Field(max_length=4000)
+    value: str | None = Field(None, max_length=100_000)
+    checked: bool | None = None
+
+
+class _Point(_Loose):
+    path: str = Field(max_length=4000)
+    child: int = -1
+    offset: int = Field(0, ge=0)
+
+
+class _Selection(_Loose):
+    start: _Point | None = None
+    end: _Point | None = None
+
+
+class _Focus(_Loose):
+    path: str = Field(max_length=4000)
+    start: int | None = None
+    end: int | None = None
+
+
+class _Scroll(_Loose):
+    x: float = 0
+    y: float = 0
+
+
+class _PageState(_Loose):
+    scroll: _Scroll = Field(default_factory=_Scroll)
+    scrolled: list[_Scrolled] = Field(default_factory=list, max_length=10_000)
+    fields: list[_Field] = Field(default_factory=list, max_length=10_000)
+    focus: _Focus | None = None
+    selection: _Selection | None = None
+    pointer: tuple[float | None, float | None] = (None, None)
+
+
+class _StorageState(_Loose):
+    cookies: list[_Cookie] = Field(default_factory=list, max_length=1000)
+    origins: list[_Origin] = Field(default_factory=list, max_length=100)
+    halo_page: _PageState = Field(default_factory=_PageState)
+
+
 def to_snapshot(
     state: dict[str, Any], task_id: str, step: int, actions: list, answer: str | None, **meta: Any
 ) -> Snapshot:
@@ -89,15 +172,15 @@ def to_snapshot(
 
 
 def from_snapshot(snapshot: Snapshot) -> dict[str, Any]:
-    """Inverse of ``to_snapshot`` (storage of the first origin that has any: the clones use one)."""
-    ss = snapshot.storage_state
-    dom = dict(ss.get("halo_page") or {})
-    pointer = dom.pop("pointer", None) or [None, None]
-    origins = [o for o in ss.get("origins", []) if isinstance(o, dict) and o.get("origin")]
-    origin = origins[0]["origin"] if origins else next(iter(snapshot.session_storage), None)
-    local = {}
-    for o in origins:
-        if o["origin"] == origin:
-            local = {i["name"]: i["value"] for i in o.get("localStorage", []) if "name" in i and "value" in i}
+    """Inverse of ``to_snapshot`` (storage of the first origin: the clones use one).
+
+    A client may send any snapshot, so its browser state is checked field by field first:
+    ``pydantic.ValidationError`` (a 422 for the caller) rather than a script failing in the page.
+    """
+    ss = _StorageState.model_validate(snapshot.storage_state)
+    dom = ss.halo_page.model_dump(exclude={"pointer"})
+    origin = ss.origins[0].origin if ss.origins else next(iter(snapshot.session_storage), None)
+    local = {i.name: i.value for o in ss.origins if o.origin == origin for i in o.localStorage}
     dom.update(origin=origin, local=local, session=snapshot.session_storage.get(origin or "", {}))
-    return {"url": snapshot.url, "cookies": ss.get("cookies", []), "page": dom, "pointer": pointer}
+    cookies = [c.model_dump(exclude_none=True) for c in ss.cookies]
+    return {"url": snapshot.url, "cookies": cookies, "page": dom, "pointer": list(ss.halo_page.pointer)}

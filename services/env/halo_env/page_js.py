@@ -36,9 +36,9 @@ const cssPath = (el) => {
 # whose value differs from the markup's, and focus with its text selection.
 _CAPTURE_FN = r"""
   function capturePage() {
-  const dump = (store) => {
+  const dump = (get) => {
     const out = {};
-    try { for (let i = 0; i < store.length; i++) { const k = store.key(i); out[k] = store.getItem(k); } } catch (e) {}
+    try { const store = get(); for (let i = 0; i < store.length; i++) { const k = store.key(i); out[k] = store.getItem(k); } } catch (e) {}
     return out;
   };
   const fields = [];
@@ -73,7 +73,7 @@ _CAPTURE_FN = r"""
     const r = sel.getRangeAt(0);
     selection = {start: point(r.startContainer, r.startOffset), end: point(r.endContainer, r.endOffset)};
   }
-  return {origin: location.origin, local: dump(localStorage), session: dump(sessionStorage),
+  return {origin: location.origin, local: dump(() => localStorage), session: dump(() => sessionStorage),
           scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus, selection};
 }
 """

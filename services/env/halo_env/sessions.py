@@ -25,6 +25,7 @@ from typing import Any
 from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+from pydantic import ValidationError
 
 from halo.schemas import (
     Action,
@@ -157,17 +158,29 @@ class SessionManager:
         backend, task = self.task(snapshot.task_id)
         meta = snapshot.storage_state.get("halo_page") or {}
         max_steps = meta.get("max_steps") if isinstance(meta.get("max_steps"), int) else 30
+        max_steps = min(max(max_steps, 1), 500)
+        if snapshot.step > 10_000 or len(snapshot.actions) > 500:
+            raise ServiceError(422, "snapshot step or action prefix is implausibly long (max 500 actions)")
         run_id = meta.get("run_id") if isinstance(meta.get("run_id"), str) else self.s.real_run_id
         allowed = backend.allowed_origins(task) | set(self.s.extra_allowed_origins)
         probe = NetworkGuard()
         probe.configure(allowed)
         if not snapshot.url.startswith(("http://", "https://")) or not probe.allows(snapshot.url):
             raise ServiceError(422, f"snapshot url {snapshot.url[:200]!r} is not on the task's site")
-        state = browser_state.from_snapshot(snapshot) if backend.fork_method is ForkMethod.SNAPSHOT else None
+        try:
+            state = browser_state.from_snapshot(snapshot)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ServiceError(422, f"invalid snapshot: storage_state.{where}: {err['msg']}") from None
+        if state["page"].get("origin") and not probe.allows(state["page"]["origin"]):
+            raise ServiceError(422, "snapshot storage belongs to an origin outside the task's site")
+        if backend.fork_method is not ForkMethod.SNAPSHOT:
+            state = None
         return await self._spawn(
             task,
             backend,
-            max(max_steps, snapshot.step + 1),
+            max(max_steps, min(snapshot.step + 1, 10_001)),
             run_id,
             0,
             state=state,

@@ -1,0 +1,128 @@
+"""Security and failure handling: the allowlist, a hung page, a killed browser, idle reaping."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.env.fixtures import EnvServer, FixtureBackend, client, settings_for
+from tests.env.helpers import create, events, step
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+@pytest.mark.parametrize(
+    ("element", "blocked"),
+    [("meta", "169.254.169.254"), ("redis", "127.0.0.1:6379"), ("file", "file:///etc/passwd")],
+)
+def test_navigation_off_the_site_is_blocked_and_reported(http, element, blocked):
+    sid = create(http)["observation"]["session_id"]
+    obs = step(http, sid, action="left_click", element_id=element)["observation"]
+    assert obs["url"].endswith("/actions.html")  # still on the task's site
+    assert any(blocked in url for url in obs["blocked_requests"]), obs["blocked_requests"]
+    assert blocked in (obs["last_action_error"] or "")
+    assert obs["last_action_error_kind"] == "agent"
+
+
+def test_background_requests_are_blocked(http):
+    sid = create(http)["observation"]["session_id"]
+    obs = step(http, sid, action="left_click", element_id="fetchbad")["observation"]
+    assert any("169.254.169.254" in url for url in obs["blocked_requests"])
+    assert "fetch-blocked" in [e["type"] for e in events(obs)]
+    assert obs["last_action_error"] is None  # not a navigation: the page itself handled the failure
+
+
+def test_new_tab_links_open_in_the_session_tab(http):
+    sid = create(http)["observation"]["session_id"]
+    step(http, sid, action="left_click", element_id="newtab")
+    obs = step(http, sid, action="wait", time=0.3)["observation"]
+    assert obs["url"].endswith("/other.html")
+
+
+def test_hung_page_answers_within_the_step_timeout(env, http):
+    timeout = env.settings.step_timeout_s
+    sid = create(http, task_id="fixture.hang")["observation"]["session_id"]
+    before = step(http, sid, action="left_click", element_id="ok")["observation"]
+    assert before["title"] == "clicked"
+
+    t0 = time.monotonic()
+    r = http.post(f"/sessions/{sid}/step", json={"action": {"action": "left_click", "element_id": "hang"}})
+    elapsed = time.monotonic() - t0
+    assert r.status_code == 200
+    assert elapsed < timeout + 2, f"a while(true) page took {elapsed:.1f} s (step timeout {timeout} s)"
+    out = r.json()
+    obs = out["observation"]
+    assert obs["last_action_error_kind"] == "infra" and "stopped responding" in obs["last_action_error"]
+    assert out["info"]["infra_error"] and not out["info"]["action_taken"]
+    assert obs["step"] == before["step"]  # the action does not count
+
+    # The session was rebuilt in a fresh context from its last state and keeps working.
+    after = step(http, sid, action="left_click", element_id="ok")["observation"]
+    assert after["last_action_error"] is None and after["step"] == before["step"] + 1
+
+
+def test_killed_browser_is_replaced_and_reported_as_infra(site, tmp_path: Path):
+    settings = settings_for(tmp_path)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        step(http, sid, action="left_click", element_id="inc")
+        pids = server.app.state.pool.pids()
+        assert len(pids) == 1
+        t0 = time.monotonic()
+        os.kill(pids[0], signal.SIGKILL)  # the Chromium this test's own service launched
+
+        out = None
+        while time.monotonic() - t0 < 30:
+            r = http.post(f"/sessions/{sid}/step", json={"action": {"action": "left_click", "element_id": "inc"}})
+            assert r.status_code == 200, r.text
+            out = r.json()
+            if out["observation"]["last_action_error_kind"] == "infra":
+                break
+            time.sleep(0.2)
+        assert out is not None and out["observation"]["last_action_error_kind"] == "infra"
+        assert out["info"]["infra_error"]
+
+        ok = step(http, sid, action="left_click", element_id="inc")["observation"]
+        recovered_in = time.monotonic() - t0
+        assert recovered_in < 30
+        assert ok["last_action_error"] is None
+        assert ok["site_state"]["state"]["count"] == 2  # the state before the crash, plus this click
+        assert server.app.state.pool.pids() and server.app.state.pool.pids() != pids
+        assert http.get("/stats").json()["browsers_lost"] == 1
+
+
+def test_idle_sessions_are_reaped(site, tmp_path: Path):
+    settings = settings_for(tmp_path, session_ttl_s=1.0, reap_interval_s=0.3)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        deadline = time.monotonic() + 10
+        while http.get("/sessions").json() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert http.get("/sessions").json() == []
+        assert http.post(f"/sessions/{sid}/step", json={"action": {"action": "wait", "time": 0}}).status_code == 404
+        assert http.get("/stats").json()["contexts_in_use"] == 0
+
+
+def test_pool_bound_answers_429(site, tmp_path: Path):
+    settings = settings_for(tmp_path, max_contexts_per_browser=2, acquire_timeout_s=0.5)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        create(http)
+        create(http)
+        r = http.post("/sessions", json={"task_id": "fixture.actions"})
+        assert r.status_code == 429 and "in use" in r.json()["error"]
+
+
+def test_contexts_are_reused_after_clearing(site, tmp_path: Path):
+    settings = settings_for(tmp_path, episodes_per_context=3)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        step(http, sid, action="left_click", element_id="inc")
+        http.delete(f"/sessions/{sid}")
+        assert http.get("/stats").json()["contexts_idle"] == 1
+        obs = create(http)["observation"]  # the same context, cleared: none of the old state leaks
+        assert obs["site_state"]["state"]["count"] == 0
+        assert http.get("/stats").json()["contexts_idle"] == 0
