@@ -14,4 +14,7 @@ def setup_logging(service: str, level: str = "INFO") -> logging.Logger:
         handler._halo = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.setLevel(level.upper())
+    # One line per HTTP call between services drowns what matters; their errors still surface.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     return logging.getLogger(f"halo.{service}")
