@@ -31,8 +31,9 @@
     return { kind: "home" };
   }
   function go(hash) {
-    if (location.hash === hash) render();
-    else location.hash = hash;
+    // Render now rather than on the (asynchronous) hashchange, which then finds nothing new.
+    if (location.hash !== hash) location.hash = hash;
+    render();
   }
   function searchHash(params) {
     const p = new URLSearchParams();
@@ -127,7 +128,7 @@
     const tile = function (title, ids, link, label, hid) {
       const cells = ids.map(function (id) {
         const p = SITE.product(id);
-        return '<a class="tile-cell" href="#/dp/' + id + '">' + OMNI_ART(p, 96) + '<span>' + esc(p.name.split(",")[0].split(" ").slice(0, 3).join(" ")) + "</span></a>";
+        return '<a class="tile-cell" href="#/dp/' + id + '">' + OMNI_ART(p, 96) + '<span>' + esc(p.name.split(/[,:(]/)[0].trim()) + "</span></a>";
       }).join("");
       return '<div class="tile"><h2>' + esc(title) + '</h2><div class="tile-grid">' + cells + '</div><a class="tile-link" href="' + link + '" data-halo-id="' + hid + '">' + esc(label) + "</a></div>";
     };
@@ -323,7 +324,7 @@
     else if (r.kind === "orders") { main = ordersPage(st); title = "Your Orders"; }
     else main = homePage();
     document.title = title;
-    document.getElementById("app").innerHTML = header(st, view) + '<main class="main ' + r.kind + '" data-halo-scroll="main">' + main +
+    document.getElementById("app").innerHTML = header(st, view) + '<main class="main page-' + r.kind + '" data-halo-scroll="main">' + main +
       '<footer class="foot"><a href="#/" data-halo-id="back-to-top">Back to top</a><div class="foot-logo">omnizon</div></footer></main>';
     HALO.restoreUi();
   }

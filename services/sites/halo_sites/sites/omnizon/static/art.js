@@ -160,7 +160,7 @@
         '<path d="M27 66 H67 L74 80 Q76 86 70 86 H24 Q18 86 20 80 Z" fill="' + c + '"/><circle cx="44" cy="56" r="3" fill="' + c + '"/><circle cx="52" cy="48" r="2" fill="' + c + '"/>';
     },
     mat: function (c, d) {
-      return '<rect x="10" y="58" width="70" height="24" rx="3" fill="' + c + '" transform="skewX(-20)"/><circle cx="76" cy="46" r="18" fill="' + shade(c, 0.85) + '"/>' +
+      return '<polygon points="14,82 30,58 80,58 64,82" fill="' + c + '"/><circle cx="76" cy="46" r="18" fill="' + shade(c, 0.85) + '"/>' +
         '<circle cx="76" cy="46" r="12" fill="' + c + '"/><circle cx="76" cy="46" r="6" fill="' + shade(c, 0.7) + '"/>';
     },
     dumbbell: function (c, d) {
