@@ -95,26 +95,21 @@ class _Server(uvicorn.Server):
         await super().serve(sockets)
 
 
-class EnvServer:
-    """The env service on a free port, in a thread with its own event loop."""
+class ThreadServer:
+    """An ASGI app served by uvicorn on a free port, in a thread with its own event loop."""
 
-    def __init__(self, settings: EnvSettings, backends: list[TaskBackend] | None = None) -> None:
-        self.settings = settings
-        self.app = create_app(settings, backends)
-        self.url = f"http://{settings.host}:{settings.port}"
-        config = uvicorn.Config(self.app, host=settings.host, port=settings.port, log_level="warning", lifespan="on")
+    def __init__(self, app: Any, host: str, port: int) -> None:
+        self.app = app
+        self.url = f"http://{host}:{port}"
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
         self.server = _Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def manager(self) -> Any:
-        return self.app.state.manager
 
     def run_coro(self, coro: Any, timeout: float = 60) -> Any:
         """Run a coroutine on the service's own event loop (white-box checks)."""
         return asyncio.run_coroutine_threadsafe(coro, self.server.loop).result(timeout)
 
-    def __enter__(self) -> EnvServer:
+    def __enter__(self) -> ThreadServer:
         self.thread.start()
         deadline = time.time() + 30
         while not self.server.started:
@@ -126,6 +121,14 @@ class EnvServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(30)
+
+
+class EnvServer(ThreadServer):
+    """The env service."""
+
+    def __init__(self, settings: EnvSettings, backends: list[TaskBackend] | None = None) -> None:
+        self.settings = settings
+        super().__init__(create_app(settings, backends), settings.host, settings.port)
 
 
 def settings_for(data_dir: Path, **overrides: Any) -> EnvSettings:

@@ -17,6 +17,11 @@ DEFAULT_CHROMIUM_ARGS = (
     "--disable-sync",
     "--no-first-run",
     "--disable-dev-shm-usage",
+    # Deterministic pixels: partial raster repaints only damaged tiles, and its anti-aliased edges
+    # can differ by one colour level from a full paint, so a fork's screenshot would not equal its
+    # parent's. One colour profile everywhere, for the same reason across hosts.
+    "--disable-partial-raster",
+    "--force-color-profile=srgb",
 )
 
 

@@ -1,0 +1,76 @@
+"""Contract test on the project's offline clones (halo_sites): reference solutions run through the
+env service succeed by the clones' own evals, and a fork of a clone session is exact."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import free_port
+from tests.env.fixtures import EnvServer, ThreadServer, client, settings_for
+from tests.env.helpers import create, step
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+sites_tasks = pytest.importorskip("halo_sites.tasks")
+
+
+def _first_task_per_site() -> list[str]:
+    chosen: dict[str, str] = {}
+    for task in sites_tasks.load_tasks():
+        if task.domain not in chosen and (sites_tasks.SOLUTIONS_DIR / f"{task.id}.json").is_file():
+            chosen[task.domain] = task.id
+    return sorted(chosen.values())
+
+
+@pytest.fixture(scope="module")
+def clones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EnvServer, str]]:
+    from halo.settings.sites import SitesSettings
+    from halo_sites.app import create_app as create_sites
+
+    port = free_port()
+    with ThreadServer(create_sites(SitesSettings(host="127.0.0.1", port=port)), "127.0.0.1", port) as sites:
+        settings = settings_for(Path(tmp_path_factory.mktemp("env")), sites_url=sites.url)
+        with EnvServer(settings) as env:  # the default backends: local clones and REAL
+            yield env, sites.url
+
+
+@pytest.mark.parametrize("task_id", _first_task_per_site())
+def test_reference_solution_succeeds(clones, task_id):
+    env, _ = clones
+    solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
+    with client(env) as http:
+        obs = create(http, task_id=task_id)["observation"]
+        assert obs["site_state"] is not None, "clones expose window.__HALO__.finish()"
+        out = None
+        for action in solution:
+            out = step(http, obs["session_id"], **action)
+            assert out["observation"]["last_action_error"] is None, (action, out["observation"]["last_action_error"])
+        assert out is not None and out["terminated"]
+        assert out["info"]["task_success"] is True, out["info"].get("validation")
+        http.delete(f"/sessions/{obs['session_id']}")
+
+
+@pytest.mark.parametrize("task_id", _first_task_per_site())
+def test_clone_fork_is_exact(clones, task_id):
+    env, _ = clones
+    solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
+    first, rest = solution[0], [a for a in solution[1:] if a["action"] not in ("terminate", "answer")]
+    with client(env) as http:
+        sid = create(http, task_id=task_id)["observation"]["session_id"]
+        parent = step(http, sid, **first)["observation"]
+        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1}).json()
+        assert fork["method"] == "snapshot"
+        child = fork["sessions"][0]["observation"]
+        assert child["site_state"] == parent["site_state"]
+        assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]
+        for action in rest or [{"action": "wait", "time": 0}]:
+            a = step(http, sid, **action)["observation"]
+            b = step(http, child["session_id"], **action)["observation"]
+            assert a["screenshot"]["sha256"] == b["screenshot"]["sha256"]
+            assert a["site_state"] == b["site_state"]
+        for s in (sid, child["session_id"]):
+            http.delete(f"/sessions/{s}")
