@@ -289,6 +289,30 @@ class Learner:
         rows = needed.nonzero().flatten().tolist()
 
         self.model.train()
+        try:
+            stats, loss_total, grad_norm, lr = self._step(batch, rows)
+        finally:
+            self.model.eval()
+
+        summary = stats.summary()
+        metrics = {
+            "train/loss": loss_total,
+            "train/grad_norm": grad_norm,
+            "train/lr": lr,
+            "train/step": float(self.step),
+            "train/sequences": float(len(batch)),
+            "train/skipped_sequences": float(len(batch) - len(rows)),
+        }
+        for key in ("tokens", "kl", "entropy", "clip_frac", "ratio_mean", "ratio_min", "ratio_max"):
+            metrics[f"train/{key}"] = summary[key]
+        if stats.entropy_tokens == 0 and stats.tokens > 0:
+            metrics["train/entropy"] = float("nan")  # the log-prob function gave no logits to read it from
+        metrics["train/behaviour_logprob_gap"] = summary["behaviour_logprob_gap"]
+        return metrics
+
+    def _step(self, batch: LearnerBatch, rows: list[int]) -> tuple[LossStats, float, float, float]:
+        """Forward/backward over the needed rows in micro-batches, then one optimiser step."""
+        cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         stats = LossStats()
         loss_total = 0.0
@@ -329,23 +353,7 @@ class Learner:
         self.optimizer.step()  # parameters without a gradient (all rows skipped) do not move
         self.scheduler.step()
         self.step += 1
-        self.model.eval()
-
-        summary = stats.summary()
-        metrics = {
-            "train/loss": loss_total,
-            "train/grad_norm": grad_norm,
-            "train/lr": lr,
-            "train/step": float(self.step),
-            "train/sequences": float(len(batch)),
-            "train/skipped_sequences": float(len(batch) - len(rows)),
-        }
-        for key in ("tokens", "kl", "entropy", "clip_frac", "ratio_mean", "ratio_min", "ratio_max"):
-            metrics[f"train/{key}"] = summary[key]
-        if stats.entropy_tokens == 0 and stats.tokens > 0:
-            metrics["train/entropy"] = float("nan")  # the log-prob function gave no logits to read it from
-        metrics["train/behaviour_logprob_gap"] = summary["behaviour_logprob_gap"]
-        return metrics
+        return stats, loss_total, grad_norm, lr
 
     @torch.no_grad()
     def logprobs(self, batch: LearnerBatch | PolicyBatch, *, adapter: bool = True) -> Tensor:
