@@ -18,6 +18,7 @@ from pathlib import Path
 import uvicorn
 from playwright.async_api import async_playwright
 
+from halo.logging import setup_logging
 from halo_sites.app import create_app
 
 CHROMIUM_ARGS = [
@@ -105,7 +106,7 @@ def main() -> None:
     parser.add_argument("--only", help="one site")
     parser.add_argument("--chromium", default="/usr/bin/chromium", help="Chromium executable ('' = Playwright's)")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    setup_logging("sites", "INFO")
     args.out.mkdir(parents=True, exist_ok=True)
     for path in asyncio.run(shoot(args.out, args.only, args.chromium)):
         logging.getLogger("halo_sites.screenshots").info("saved %s", path)

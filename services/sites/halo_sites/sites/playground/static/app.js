@@ -65,10 +65,10 @@
           slug(o) + '" data-action="pick" data-option="' + esc(o) + '">' + esc(o) + "</button>";
       }).join("") + "</div>";
     }
-    return '<div class="pg-form"><div class="pg-row pg-dropdown"><label class="caption">' + esc(cfg.label || "Option") +
-      '</label><button class="pg-dropdown-button" role="combobox" aria-expanded="' + (open ? "true" : "false") +
-      '" data-halo-id="dropdown" data-action="toggle-dropdown"' + (locked ? " disabled" : "") + ">" +
-      esc(st.form.selected || "Choose\u2026") + "</button>" + list + "</div>" + (open ? "" : submitButton(cfg, locked)) + "</div>";
+    return '<div class="pg-form"><div class="pg-row"><label class="caption">' + esc(cfg.label || "Option") +
+      '</label><div class="pg-dropdown"><button class="pg-dropdown-button" role="combobox" aria-label="' + esc(cfg.label || "Option") +
+      '" aria-expanded="' + (open ? "true" : "false") + '" data-halo-id="dropdown" data-action="toggle-dropdown"' + (locked ? " disabled" : "") + ">" +
+      esc(st.form.selected || "Choose\u2026") + "</button>" + list + "</div></div>" + (open ? "" : submitButton(cfg, locked)) + "</div>";
   }
 
   function renderCheck(cfg, st, locked) {
