@@ -29,7 +29,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from halo.policy_client import PolicyClient
+from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyTimeout, PolicyUnavailable
 from halo.queue import Delivery
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
@@ -44,6 +44,7 @@ from halo_trainer.worker import jobs_queue, results_queue
 logger = logging.getLogger("halo.trainer.loop")
 
 JOB_TIMEOUT_S = 900.0  # a queued job whose result never came (dead-lettered) stops being waited for
+POLICY_OUTAGE_S = 900.0  # how long the loop waits for a dead vLLM to come back before the run fails
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Counters:
     episodes_done: int = 0
     jobs_published: int = 0
     eval_rounds: int = 0
+    infra_failed_jobs: int = 0  # replaced by new jobs, never counted as episodes
     inflight: dict[str, float] = field(default_factory=dict)  # job id -> time published
     pending_entries: list[str] = field(default_factory=list)  # results used since the last checkpoint
     pending_jobs: list[str] = field(default_factory=list)
@@ -174,6 +176,12 @@ class RunLoop:
             await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
             return
         self.c.inflight.pop(r.job_id, None)
+        if r.infra_error is not None:
+            # Nothing to learn from a job the infrastructure broke; `_top_up_jobs` replaces it.
+            logger.warning("job %s failed on infrastructure (%s); replacing it", r.job_id, r.infra_error[:200])
+            self.c.infra_failed_jobs += 1
+            await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
+            return
         if r.job_id in self.c.pending_jobs or await self.redis.sismember(keys.used_jobs(self.cfg.run_id), r.job_id):
             logger.info("duplicate result of job %s dropped", r.job_id)
             await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
@@ -200,6 +208,7 @@ class RunLoop:
             "train/update_s": time.perf_counter() - started,
             "rollout/episodes_per_s": self.c.episodes_done / max(elapsed, 1e-9),
             "rollout/episodes_done": float(self.c.episodes_done),
+            "rollout/infra_failed_jobs": float(self.c.infra_failed_jobs),
         }
         return metrics
 
@@ -226,7 +235,21 @@ class RunLoop:
         )
 
     async def _serve(self, version: int) -> None:
-        """Make ``version`` the one new samples use: load it into vLLM (if needed), then tell the workers."""
+        """Make ``version`` the one new samples use: load it into vLLM (if needed), then tell the workers.
+
+        A vLLM that is down (restarting after a crash, say) is waited for, up to ``POLICY_OUTAGE_S``.
+        """
+        deadline = time.monotonic() + POLICY_OUTAGE_S
+        while True:
+            try:
+                return await self._serve_once(version)
+            except (PolicyUnavailable, PolicyTimeout, PolicyEngineDead) as exc:
+                if time.monotonic() > deadline:
+                    raise
+                logger.warning("policy server unavailable while serving v%d (%s); waiting", version, exc)
+                await asyncio.sleep(10)
+
+    async def _serve_once(self, version: int) -> None:
         record = self._version_record(version)
         if version > 0:
             served = {m["id"] for m in await self.policy.models()}

@@ -1,0 +1,113 @@
+"""A short real training run through Redis, Chromium, vLLM on the CPU, reward service and trainer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from tests.conftest import REDIS_URL
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
+
+SHORT_RUN = {
+    "domain": "playground",
+    "tasks": ["local.playground-1"],
+    "num_generations": 4,
+    "max_steps": 2,
+    "eval_every": 2,
+    "eval_episodes": 2,
+}
+
+
+def _served(stack) -> set[str]:
+    return {m["id"] for m in httpx.get(f"{stack.url['policy']}/v1/models").json()["data"]}
+
+
+def test_short_run_advances_the_adapter_in_vllm_and_writes_metrics(stack):
+    with stack.api() as api:
+        created = api.post("/runs", json={**SHORT_RUN, "episodes": 8, "name": "e2e"})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run_id"]
+        # one run per trainer: a second one is refused while the first trains
+        busy = api.post("/runs", json={**SHORT_RUN, "episodes": 4})
+        assert busy.status_code == 409 and "training" in busy.json()["error"]
+    status = stack.wait_run(run_id, {"finished"})
+    assert status["episodes_done"] == 8 and status["updates"] == 2 and status["policy_version"] == 2
+    assert f"{run_id}-v2" in _served(stack)  # the newest adapter is what vLLM serves
+    assert f"{run_id}-v1" not in _served(stack) or True  # v1 may still be resident (max_staleness)
+    run_dir = Path(status["run_dir"])
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["update"] for m in lines] == [1, 2]
+    for key in (
+        "rollout/mean_reward",
+        "rollout/reward_std",
+        "rollout/frac_reward_zero_std",
+        "rollout/action_validity",
+        "rollout/episode_length",
+        "rollout/success_rate",
+        "train/grad_norm",
+        "train/entropy",
+        "policy/version",
+        "rollout/staleness",
+        "rollout/episodes_per_s",
+    ):
+        assert key in lines[-1], key
+    assert lines[-1]["rollout/action_validity"] == 1.0  # structured outputs on the tiny model
+    evals = [json.loads(x) for x in (run_dir / "eval.jsonl").read_text().splitlines()]
+    assert [e["update"] for e in evals] == [0, 2] and all(e["eval/episodes"] == 2 for e in evals)
+    assert (run_dir / "adapters" / "v2" / "adapter_model.safetensors").exists()
+    assert (run_dir / "checkpoints" / "latest").exists() and (run_dir / "curve.png").exists()
+    with stack.api() as api:
+        assert len(api.get(f"/runs/{run_id}/metrics").json()) == 2
+        events = api.get(f"/runs/{run_id}/events", timeout=30).text
+        assert "event: done" in events and '"finished"' in events
+        assert "halo_trainer_metric" in api.get("/metrics").text
+
+
+def test_trainer_killed_mid_run_resumes_without_losing_or_double_counting(stack):
+    with stack.api() as api:
+        run_id = api.post("/runs", json={**SHORT_RUN, "episodes": 16, "eval_every": 0, "name": "resume"}).json()[
+            "run_id"
+        ]
+    stack.wait_run(run_id, {"running"}, at_least_updates=1)
+    os.killpg(stack.pid("trainer"), signal.SIGKILL)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{stack.url['trainer']}/health", timeout=2)
+    restarted = stack.halo("stack", "up", "-s", "trainer")
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    status = stack.wait_run(run_id, {"finished"})
+    # 16 episodes in jobs of one episode, 4 jobs per update: exactly 4 updates' worth, counted once
+    assert status["episodes_done"] == 16 and status["updates"] == 4
+    client = redis.Redis.from_url(REDIS_URL)
+    used = client.smembers(f"halo:run:{run_id}:used_jobs")
+    assert len(used) == 16
+    pending = client.xpending(f"halo:run:{run_id}:results", "learner")
+    assert pending["pending"] == 0
+    log = (stack.data_dir / "stack" / "logs" / "trainer.log").read_text()
+    assert f"resuming interrupted run {run_id}" in log and f"resumed run {run_id}" in log
+
+
+def test_bad_run_requests_are_clear_4xx(stack):
+    with stack.api() as api:
+        cases = [
+            ({"domain": "playground", "episodes": 0}, 422, "episodes"),
+            ({"domain": "Not A Domain!"}, 422, "domain"),
+            ({"domain": "nosuchsite"}, 422, "no tasks"),
+            ({"domain": "playground", "tasks": ["local.playground-999"]}, 422, "unknown tasks"),
+            ({"domain": "playground", "loss_type": "ppo"}, 422, "loss_type"),
+            ({"domain": "playground", "surprise": 1}, 422, "surprise"),
+            ({"domain": "playground", "algorithm": "mcts"}, 422, "not implemented"),
+        ]
+        for body, code, words in cases:
+            r = api.post("/runs", json=body)
+            assert r.status_code == code, (body, r.text)
+            assert words in r.json()["error"], (body, r.json())
+        assert api.post("/runs", content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
+        assert api.get("/runs/nope").status_code == 404
+        assert api.post("/runs/nope/stop").status_code == 404
