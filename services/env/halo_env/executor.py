@@ -127,7 +127,6 @@ _KEY_ALIASES.update(
                     "Meta",
                     "ControlOrMeta",
                     "CapsLock",
-                    "Space",
                 ]
             ),
             *(f"Key{c}" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"),

@@ -90,32 +90,41 @@ class RealBackend(TaskBackend):
         return await asyncio.to_thread(self._evaluate, task, finish_state, answer)
 
     def _evaluate(self, task: Task, finish_state: dict[str, Any], answer: str | None) -> ValidationResult:
-        _quiet_agisdk_console()
-        from agisdk.REAL.browsergym.webclones.evaluate import WebCloneEvaluator
         from agisdk.REAL.browsergym.webclones.task_config import TaskConfig
 
         version, name = registry.split_id(task.id)
-        config = TaskConfig(name, version)
-        evals = config.get_evals()
-        has_key = bool(os.environ.get(self._key_env))
-        skipped = [e for e in evals if e.type == "llm_boolean" and not has_key]
-        if skipped:
-            # Same evaluator, minus the evals it cannot run here.
-            config = copy.copy(config)
-            config.task = dataclasses.replace(config.task, evals=[e for e in evals if e not in skipped])
-        evaluator = WebCloneEvaluator(task_config=config)
-        points, _, _, info = evaluator.evaluate(finish_state, answer or "")
-        details = []
-        for ev, (ok, extra) in zip(config.get_evals(), info["results"], strict=True):
-            what = ev.script or ev.query or ev.type
-            outcome = extra.get("output") or extra.get("error") if isinstance(extra, dict) else str(extra)
-            details.append(f"{'ok' if ok else 'failed'}: {what}: {str(outcome)[:300]}")
-        passed = all(ok for ok, _ in info["results"])
-        if skipped:
-            details.append(f"not evaluable here: {len(skipped)} llm_boolean eval(s) need {self._key_env}")
-        success: bool | None = passed if not skipped or not passed else None
-        reward = float(points) if success else 0.0
-        logger.info("validated %s: success=%s (%s)", task.id, success, "; ".join(details)[:300])
-        return ValidationResult(
-            task_id=task.id, success=success, reward=reward, details=details, finish_state=finish_state
+        return evaluate_with_agisdk(
+            TaskConfig(name, version), task.id, finish_state, answer, bool(os.environ.get(self._key_env)), self._key_env
         )
+
+
+def evaluate_with_agisdk(
+    config: Any, task_id: str, finish_state: dict[str, Any], answer: str | None, llm_available: bool, key_env: str
+) -> ValidationResult:
+    """Judge ``finish_state`` with agisdk's WebCloneEvaluator on an agisdk ``TaskConfig``.
+
+    Without an LLM key the ``llm_boolean`` evals are left out; if everything else passes the verdict
+    is None (not evaluable here), if anything else fails it is False.
+    """
+    _quiet_agisdk_console()
+    from agisdk.REAL.browsergym.webclones.evaluate import WebCloneEvaluator
+
+    evals = config.get_evals()
+    skipped = [e for e in evals if e.type == "llm_boolean" and not llm_available]
+    if skipped:
+        # The same evaluator, minus the evals it cannot run here.
+        config = copy.copy(config)
+        config.task = dataclasses.replace(config.task, evals=[e for e in evals if e not in skipped])
+    points, _, _, info = WebCloneEvaluator(task_config=config).evaluate(finish_state, answer or "")
+    details = []
+    for ev, (ok, extra) in zip(config.get_evals(), info["results"], strict=True):
+        what = ev.script or ev.query or ev.type
+        outcome = (extra.get("output") or extra.get("error") or extra) if isinstance(extra, dict) else extra
+        details.append(f"{'ok' if ok else 'failed'}: {what}: {str(outcome)[:300]}")
+    passed = all(ok for ok, _ in info["results"])
+    if skipped:
+        details.append(f"not evaluable here: {len(skipped)} llm_boolean eval(s) need {key_env}")
+    success: bool | None = None if skipped and passed else passed
+    reward = float(points) if success else 0.0
+    logger.info("validated %s: success=%s (%s)", task_id, success, "; ".join(details)[:300])
+    return ValidationResult(task_id=task_id, success=success, reward=reward, details=details, finish_state=finish_state)
