@@ -32,6 +32,15 @@ def tiny_model_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
+    """A tiny-model vLLM server. ``HALO_TEST_POLICY_PORT`` reuses one already running on that port
+    (started with ``HALO_POLICY_MAX_LORA_RANK=8 python -m halo_policy``) instead of starting one."""
+    reuse = os.environ.get("HALO_TEST_POLICY_PORT")
+    if reuse:
+        import httpx
+
+        root = httpx.get(f"http://127.0.0.1:{reuse}/v1/models", timeout=10).json()["data"][0]["root"]
+        yield PolicySettings(port=int(reuse), model=root, max_lora_rank=8)
+        return
     port = free_port()
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
     env = dict(os.environ)
@@ -58,6 +67,9 @@ def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
                 pytest.fail(f"vLLM did not start (exit {proc.poll()}); last output:\n{tail}")
             time.sleep(0.5)
         yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8)
+        if proc.poll() is not None:  # it died during the session: show why
+            tail = log_path.read_bytes().decode("utf-8", "replace")[-6000:]
+            sys.stderr.write(f"\nvLLM exited with {proc.returncode} during the tests; last output:\n{tail}\n")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

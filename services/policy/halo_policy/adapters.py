@@ -25,7 +25,9 @@ def lora_config(rank: int = 8, alpha: int = 16, dropout: float = 0.0) -> Any:
     )
 
 
-def random_adapter(model_path: str | Path, out_dir: str | Path, *, seed: int, rank: int = 8, scale: float = 0.5) -> Path:
+def random_adapter(
+    model_path: str | Path, out_dir: str | Path, *, seed: int, rank: int = 8, scale: float = 0.5
+) -> Path:
     """Save a LoRA adapter with random A *and* B (PEFT initialises B to zero, a no-op adapter).
 
     A stand-in for a trained policy version: it changes the model's outputs by a seeded amount,

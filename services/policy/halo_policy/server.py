@@ -95,12 +95,6 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
         # prefilled in one step, so the budget must hold the longest prompt.
         budget = settings.max_num_batched_tokens or max(settings.max_model_len, 16384)
         cmd += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(budget)]
-    else:
-        # On the CPU, a seeded request whose prefill is chunked kills the engine: vLLM rewinds the
-        # request's generator for the discarded sample (`set_offset`), which CPU generators do not
-        # support ("CPU Generator does not use offset"). Budget enough tokens per step that no
-        # prompt is ever chunked, even with every sequence slot busy.
-        cmd += ["--max-num-batched-tokens", str(settings.max_num_seqs * settings.max_model_len)]
     cmd += list(settings.extra_args)
     return cmd
 

@@ -48,6 +48,12 @@ class PolicySettings(HaloSettings):
     max_lora_rank: int = Field(16, description="Largest LoRA rank vLLM accepts (one of 8, 16, 32, 64, ...)")
     max_loras: int = Field(2, ge=2, description="Adapters resident at once; >= 2 so v(k+1) loads before v(k) leaves")
     max_num_seqs: int = Field(64, ge=1, description="Concurrent sequences per engine step (n counts each sample)")
+    max_num_batched_tokens: int | None = Field(
+        None,
+        ge=512,
+        description="Tokens per engine step; None = vLLM's default on gpu, max(max_model_len, 16384) on cpu "
+        "(where chunked prefill is off, see halo_policy.server)",
+    )
     seed: int = Field(0, description="Engine seed; requests also pass their own seed")
     tiny_seed: int = Field(0, description="Seed of the tiny random-weight model built for the cpu target")
     extra_args: tuple[str, ...] = Field((), description="Extra vLLM command-line arguments, appended verbatim")
