@@ -165,6 +165,9 @@ def up(services: list[str] | None = None, say: Callable[[str], None] = print) ->
         redis_pid = previous.redis_pid
     state = StackState(redis_url=redis_url, redis_pid=redis_pid)
     known = {s.name: s for s in (previous.services if previous else [])}
+    wanted = {spec.name for spec in service_specs(services)}
+    # Services started earlier and not part of this call stay recorded, so `down` stops them too.
+    state.services = [s for s in known.values() if s.name not in wanted and (_pid_alive(s.pid) or not s.pid)]
     env = {**os.environ, "HALO_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}
     starting: list[tuple[ServiceSpec, subprocess.Popen]] = []
     for spec in service_specs(services):
