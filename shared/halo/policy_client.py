@@ -334,6 +334,7 @@ class PolicyClient:
         model: str,
         top_p: float = 1.0,
         max_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": model,
@@ -355,6 +356,7 @@ class PolicyClient:
             body["structured_outputs"] = {"regex": tool_call_regex()}
         elif self.structured_outputs == "json":
             body["structured_outputs"] = {"json": tool_call_json_schema()}
+        body.update(extra_body or {})
         return body
 
     @contextlib.asynccontextmanager
@@ -382,11 +384,13 @@ class PolicyClient:
         model: str | None = None,
         top_p: float = 1.0,
         max_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
     ) -> SampleResult:
         """``n`` candidate actions for one state, in one request.
 
         ``screenshot_png`` is the current screenshot, or a sequence of screenshots oldest first
         (previous ones, then the current one). ``model`` defaults to the current adapter.
+        ``extra_body`` adds vLLM sampling fields (``min_tokens``, ``top_k``, ``stop``...).
         """
         if n < 1:
             raise ValueError("n must be >= 1")
