@@ -406,6 +406,7 @@ class PolicyClient:
                 model=name,
                 top_p=top_p,
                 max_tokens=max_tokens,
+                extra_body=extra_body,
             )
             started = time.perf_counter()
             response = await self._chat(body)
