@@ -32,10 +32,16 @@ def test_stack_up_starts_redis_and_services_then_down_stops_them(tmp_path):
     args = ["-s", "sites", "-s", "env", "-s", "reward"]
     try:
         up = subprocess.run(
-            [*HALO, "stack", "up", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+            [*HALO, "stack", "up", *args[:4]], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
         )
         assert up.returncode == 0, up.stdout + up.stderr
         assert f"starting redis-server on port {ports['redis']}" in up.stdout
+        # a later call for one more service keeps the earlier ones recorded (`down` stops them all)
+        more = subprocess.run(
+            [*HALO, "stack", "up", *args[4:]], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+        assert more.returncode == 0, more.stdout + more.stderr
+        up.stdout += more.stdout
         for name in ("sites", "env", "reward"):
             assert f"{name:<8} ready at http://127.0.0.1:{ports[name]}" in up.stdout
             assert httpx.get(f"http://127.0.0.1:{ports[name]}/ready").status_code == 200
@@ -49,6 +55,8 @@ def test_stack_up_starts_redis_and_services_then_down_stops_them(tmp_path):
         down = subprocess.run([*HALO, "stack", "down"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert down.returncode == 0, down.stderr
     assert "redis    stopped" in down.stdout
+    for name in ("sites", "env", "reward"):
+        assert f"{name:<8} stopped" in down.stdout
     for name in ("sites", "env", "reward"):
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{ports[name]}/health", timeout=1)
