@@ -1,0 +1,81 @@
+/* Zilloft's data: 64 homes for sale, 8 in each of 8 cities, generated from `config.data_seed`
+ * (default 0) by HALO.rng, so a task's facts (prices, agents, counts) are fixed for its data seed.
+ * Ids are the city code and a number (aus1..aus8, sea1..). The episode `seed` is not used: the
+ * goals tasks state must stay true. The state holds the current search (location, filters, sort),
+ * the saved homes and the messages sent to agents. */
+(function () {
+  "use strict";
+
+  // [code, city, state, zip base, $ per sqft, map water side]
+  const CITIES = [
+    ["aus", "Austin", "TX", 78701, 320, "river"], ["sea", "Seattle", "WA", 98101, 560, "west"],
+    ["den", "Denver", "CO", 80202, 380, "lake"], ["sdg", "San Diego", "CA", 92101, 620, "west"],
+    ["pdx", "Portland", "OR", 97201, 390, "river"], ["bos", "Boston", "MA", 2108, 640, "east"],
+    ["mia", "Miami", "FL", 33130, 450, "east"], ["chi", "Chicago", "IL", 60601, 260, "east"],
+  ];
+  const STREETS = ["Maple Ave", "Oak St", "Cedar Ln", "Pine St", "Elm Dr", "Willow Way", "Birch Rd", "Lakeview Dr",
+    "Sunset Blvd", "Hillcrest Rd", "Park Ave", "Magnolia St", "Juniper Ct", "Aspen Way", "Riverside Dr", "Highland Ave"];
+  const AGENTS = [
+    ["Maria Lopez", "Keller Homes Realty"], ["David Kim", "Compass Point Realty"], ["Sarah Johnson", "Redfield Brokers"],
+    ["James Carter", "Coldwell Banks Realty"], ["Emily Chen", "Sotheby Lane Realty"], ["Michael Brown", "eXp Horizon Realty"],
+    ["Olivia Martinez", "Century Oaks Realty"], ["Daniel Wilson", "RE/MAX Summit"], ["Sophia Patel", "Berkshire Hill Homes"],
+    ["Ethan Nguyen", "Douglas Ellison Realty"], ["Grace Thompson", "Windermere Bay Realty"], ["Noah Garcia", "HomeSmart Partners"],
+  ];
+  const TYPES = ["house", "house", "house", "townhome", "townhome", "condo", "condo", "apartment"];
+  const TYPE_FACTOR = { house: 1, townhome: 0.95, condo: 0.85, apartment: 0.8 };
+  const COLORS = ["#c9d6df", "#f1e3cb", "#d8e2dc", "#f4d6cc", "#e0d4c8", "#cfd8e8", "#e9e4d4", "#dce8d0"];
+
+  function homes(dataSeed) {
+    const out = [];
+    CITIES.forEach(function (c, ci) {
+      const r = HALO.rng(dataSeed * 1000 + ci + 1);
+      const types = r.shuffle(TYPES);
+      const used = {};
+      types.forEach(function (type, i) {
+        let beds, sqft;
+        if (type === "house") { beds = 2 + r.int(4); sqft = 1200 + beds * 350 + r.int(600); }
+        else if (type === "townhome") { beds = 2 + r.int(3); sqft = 1000 + beds * 300 + r.int(400); }
+        else if (type === "condo") { beds = 1 + r.int(3); sqft = 550 + beds * 350 + r.int(300); }
+        else { beds = 1 + r.int(2); sqft = 500 + beds * 300 + r.int(250); }
+        const baths = Math.max(1, beds - 1 + r.int(2) + (r.next() < 0.3 ? 0.5 : 0));
+        const price = Math.round(sqft * c[4] * TYPE_FACTOR[type] * (0.85 + r.next() * 0.3) / 1000) * 1000;
+        let street;
+        do { street = (100 + r.int(9800)) + " " + r.pick(STREETS); } while (used[street]);
+        used[street] = true;
+        const agent = r.pick(AGENTS);
+        const unit = type === "condo" || type === "apartment" ? " #" + (1 + r.int(9)) + String(r.int(10)) + String(1 + r.int(8)) : "";
+        out.push({
+          id: c[0] + (i + 1), city: c[1], state: c[2], zip: String(c[3] + r.int(20)).padStart(5, "0"),
+          street: street + unit, address: street + unit + ", " + c[1] + ", " + c[2],
+          type: type, beds: beds, baths: baths, sqft: sqft, price: price,
+          yearBuilt: 1950 + r.int(73), lotSqft: type === "house" ? 4000 + r.int(60) * 100 : null,
+          hoa: type === "house" ? 0 : 150 + r.int(40) * 10, daysOnMarket: 1 + r.int(60),
+          agent: { name: agent[0], brokerage: agent[1], phone: "(" + (200 + ci * 97 % 700) + ") 555-" + String(1000 + r.int(9000)) },
+          x: 0.1 + r.next() * 0.8, y: 0.12 + r.next() * 0.76, color: r.pick(COLORS), roof: r.pick(["#5b4a42", "#3d4a5c", "#7a3e2e", "#4a4a4a"]),
+        });
+      });
+    });
+    return out;
+  }
+
+  const DEFAULT_SEARCH = { location: "", minPrice: null, maxPrice: null, beds: 0, baths: 0, homeTypes: [], sort: "homes-for-you" };
+  let cache = null;
+
+  HALO.defineSite({
+    site: "zilloft",
+    collections: { saved: "homes.saved", contactRequests: "contact.requests" },
+    cities: CITIES.map(function (c) { return { code: c[0], city: c[1], state: c[2], label: c[1] + ", " + c[2], slug: (c[1] + "-" + c[2]).toLowerCase().replace(/\s+/g, "-"), zip: c[3], water: c[5] }; }),
+    types: [["house", "Houses"], ["townhome", "Townhomes"], ["condo", "Condos/Co-ops"], ["apartment", "Apartments"]],
+    homes: function () {
+      const seed = Number((HALO.meta().config || {}).data_seed || 0);
+      if (!cache || cache.seed !== seed) cache = { seed: seed, list: homes(seed) };
+      return cache.list;
+    },
+    initialState: function () {
+      return { search: HALO.clone(DEFAULT_SEARCH), homes: { saved: {} }, contact: { requests: {} } };
+    },
+    initialView: function () {
+      return { route: null, query: "", panel: null, pending: null, contact: null, sortOpen: false };
+    },
+  });
+})();
