@@ -1,0 +1,101 @@
+"""Grouping, staleness, advantages and rollout metrics on hand-made transitions (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from halo.schemas import (
+    EpisodeSummary,
+    GroupMode,
+    PromptRecord,
+    RewardBreakdown,
+    RolloutResult,
+    Transition,
+)
+from halo_trainer.batching import advantages, select_groups
+from halo_trainer.metrics import rollout_metrics, wilson_interval
+
+
+def tr(
+    group: str, episode: str, reward: float, version: int = 3, infra: bool = False, ret: float | None = None, i: int = 0
+) -> Transition:
+    return Transition(
+        transition_id=f"{group}-{episode}-{i}",
+        run_id="r",
+        job_id="j",
+        episode_id=episode,
+        group_id=group,
+        task_id="local.playground-1",
+        step=0,
+        policy_version=version,
+        prompt=PromptRecord(goal="g", screenshot_sha256="0" * 64, prompt_token_ids=[1, 2]),
+        completion_text="x",
+        completion_token_ids=[5],
+        behaviour_logprobs=[-1.0],
+        reward=RewardBreakdown(transition_id=f"t{i}", total=reward),
+        infra_error=infra,
+        episode_return=ret,
+    )
+
+
+def test_step_groups_drop_infra_stale_and_singletons():
+    ts = [tr("g1", "e", r, i=i) for i, r in enumerate([1.0, 0.0, 0.0, 3.0])]
+    ts += [tr("g2", "e", 1.0, infra=True, i=9), tr("g2", "e", 0.0, i=10)]  # one left: singleton
+    ts += [tr("g3", "e", 1.0, version=0, i=11), tr("g3", "e", 2.0, version=0, i=12)]  # stale
+    sel = select_groups(ts, current_version=3, max_staleness=2, mode=GroupMode.STEP)
+    assert [len(g) for g in sel.groups] == [4]
+    assert (sel.dropped_infra, sel.dropped_stale, sel.dropped_singleton) == (1, 2, 1)
+
+
+def test_step_advantages_are_centred_rewards_without_std_division():
+    ts = [tr("g", "e", r, i=i) for i, r in enumerate([1.0, 0.0, 0.0, 3.0])]
+    [adv] = advantages([ts], GroupMode.STEP, "dr_grpo")
+    assert adv == pytest.approx([0.0, -1.0, -1.0, 2.0])
+    [std_scaled] = advantages([ts], GroupMode.STEP, "grpo")
+    assert std_scaled[3] == pytest.approx(2.0 / 2**0.5, rel=1e-3)  # sample std of [1,0,0,3] is sqrt(2)
+
+
+def test_episode_advantages_credit_every_step_with_its_episode_return():
+    ts = [tr("g", "e0", 0.1, ret=1.0, i=0), tr("g", "e0", 0.9, ret=1.0, i=1), tr("g", "e1", -1.0, ret=-1.0, i=2)]
+    sel = select_groups(ts, 0, 2, GroupMode.EPISODE)
+    [adv] = advantages(sel.groups, GroupMode.EPISODE, "dr_grpo")
+    assert adv == pytest.approx([1.0, 1.0, -1.0])
+    lone = select_groups(ts[:2], 0, 2, GroupMode.EPISODE)  # one episode: nothing to compare with
+    assert lone.groups == [] and lone.dropped_singleton == 2
+
+
+def test_rollout_metrics_follow_the_seeds_table():
+    same = [tr("a", "e", 0.1, i=i) for i in range(4)]
+    spread = [tr("b", "e", r, i=10 + i) for i, r in enumerate([0.0, 10.0])]
+    result = RolloutResult(
+        job_id="j",
+        run_id="r",
+        policy_version=3,
+        transitions=same + spread,
+        episodes=[
+            EpisodeSummary(
+                run_id="r",
+                job_id="j",
+                episode_id="e",
+                group_id="a",
+                task_id="t",
+                policy_version=3,
+                steps=2,
+                episode_return=1.0,
+                success=True,
+                valid_actions=2,
+            )
+        ],
+    )
+    m = rollout_metrics([result], select_groups(same + spread, 3, 2, GroupMode.STEP), 3)
+    assert m["rollout/frac_reward_zero_std"] == 0.5
+    assert m["rollout/reward_std"] == pytest.approx(2.5)
+    assert m["rollout/success_rate"] == 1.0 and m["rollout/episode_length"] == 2.0
+    assert m["rollout/action_validity"] == 0.0  # these hand-made transitions carry no action
+
+
+def test_wilson_interval():
+    low, high = wilson_interval(0, 10)
+    assert low == 0.0 and 0.25 < high < 0.35
+    low, high = wilson_interval(10, 10)
+    assert high == 1.0 and 0.65 < low < 0.75
