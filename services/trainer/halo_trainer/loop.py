@@ -22,6 +22,7 @@ import asyncio
 import json
 import logging
 import math
+import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ class RunLoop:
         self.evals: dict[str, RolloutResult] = {}
         self.latest: dict[str, float] = {}
         self.started = time.monotonic()
+        self.nonce = secrets.token_hex(3)
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -125,7 +127,10 @@ class RunLoop:
     ) -> RolloutJob:
         cfg = self.cfg
         task = task or cfg.tasks[index % len(cfg.tasks)]
-        prefix = "j" if purpose == "train" else f"eval{self.c.eval_rounds}"
+        # Train job ids are deterministic: after a crash the same job maps to the same results.
+        # Eval ids are unique per attempt: an evaluation redone after a restart must really run
+        # again, not be skipped as a duplicate of one whose results were already consumed.
+        prefix = "j" if purpose == "train" else f"eval{self.c.eval_rounds}-{self.nonce}-"
         job_id = f"{cfg.run_id}-{prefix}{index}"
         train = purpose == "train"
         return RolloutJob(
