@@ -38,9 +38,13 @@ def test_background_requests_are_blocked(http):
 
 def test_new_tab_links_open_in_the_session_tab(http):
     sid = create(http)["observation"]["session_id"]
-    step(http, sid, action="left_click", element_id="newtab")
-    obs = step(http, sid, action="wait", time=0.3)["observation"]
+    obs = step(http, sid, action="left_click", element_id="newtab")["observation"]
+    for _ in range(10):  # the new tab may announce itself after the click's settle time
+        if obs["url"].endswith("/other.html"):
+            break
+        obs = step(http, sid, action="wait", time=0.3)["observation"]
     assert obs["url"].endswith("/other.html")
+    assert [s["session_id"] for s in http.get("/sessions").json()] == [sid]
 
 
 def test_hung_page_answers_within_the_step_timeout(env, http):
@@ -117,7 +121,7 @@ def test_pool_bound_answers_429(site, tmp_path: Path):
 
 
 def test_contexts_are_reused_after_clearing(site, tmp_path: Path):
-    settings = settings_for(tmp_path, episodes_per_context=3)
+    settings = settings_for(tmp_path, episodes_per_context=3, warm_contexts=0)
     with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
         sid = create(http)["observation"]["session_id"]
         step(http, sid, action="left_click", element_id="inc")
@@ -126,3 +130,25 @@ def test_contexts_are_reused_after_clearing(site, tmp_path: Path):
         obs = create(http)["observation"]  # the same context, cleared: none of the old state leaks
         assert obs["site_state"]["state"]["count"] == 0
         assert http.get("/stats").json()["contexts_idle"] == 0
+
+
+def test_browsers_are_retired_after_their_lifetime(site, tmp_path: Path):
+    settings = settings_for(tmp_path, contexts_per_browser_lifetime=2, warm_contexts=0)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        for _ in range(3):
+            sid = create(http)["observation"]["session_id"]
+            http.delete(f"/sessions/{sid}")
+        stats = http.get("/stats").json()
+        assert stats["browsers_launched"] == 2 and stats["browsers"] == 1 and stats["browsers_lost"] == 0
+
+
+def test_warm_contexts_are_kept_ready(site, tmp_path: Path):
+    settings = settings_for(tmp_path, warm_contexts=2)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        create(http)
+        deadline = time.monotonic() + 10
+        while http.get("/stats").json()["contexts_idle"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert http.get("/stats").json()["contexts_idle"] == 2
+        obs = create(http)["observation"]  # served from a warm context
+        assert obs["site_state"]["state"]["count"] == 0

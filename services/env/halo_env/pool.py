@@ -71,6 +71,7 @@ class BrowserPool:
         self._launch_lock = asyncio.Lock()
         self._closing = False
         self.on_browser_lost: Callable[[Browser], None] | None = None
+        self._top_up_task: asyncio.Task | None = None
         self.browsers_launched = 0
         self.browsers_lost = 0
 
@@ -112,7 +113,7 @@ class BrowserPool:
                 s
                 for s in self._slots
                 if s.alive
-                and s.in_use < self._s.max_contexts_per_browser
+                and s.in_use + len(s.idle) < self._s.max_contexts_per_browser
                 and s.handed_out < self._s.contexts_per_browser_lifetime
             ]
             if candidates:
@@ -157,33 +158,71 @@ class BrowserPool:
     async def _new_or_reused(self) -> Lease:
         for slot in self._slots:
             while slot.alive and slot.idle:
-                lease = slot.idle.pop()
+                lease = slot.idle.pop(0)
                 if lease.alive:
                     slot.in_use += 1
+                    self._schedule_top_up()
                     return lease
+                await self._close_context(lease)
         slot = await self._slot_with_room()
         slot.in_use += 1
-        slot.handed_out += 1
         try:
-            context = await slot.browser.new_context(
-                viewport={"width": self._s.viewport_width, "height": self._s.viewport_height},
-                device_scale_factor=1,
-                locale="en-US",
-                timezone_id="UTC",
-                service_workers="block",  # a service worker's requests would bypass the allowlist
-                accept_downloads=False,
-            )
+            lease = await self._create(slot)
+        except BaseException:
+            slot.in_use -= 1
+            raise
+        self._schedule_top_up()
+        return lease
+
+    async def _create(self, slot: _BrowserSlot) -> Lease:
+        slot.handed_out += 1
+        context = await slot.browser.new_context(
+            viewport={"width": self._s.viewport_width, "height": self._s.viewport_height},
+            device_scale_factor=1,
+            locale="en-US",
+            timezone_id="UTC",
+            service_workers="block",  # a service worker's requests would bypass the allowlist
+            accept_downloads=False,
+        )
+        try:
             context.set_default_timeout(self._s.action_timeout_s * 1000)
             context.set_default_navigation_timeout(self._s.navigation_timeout_s * 1000)
             guard = NetworkGuard()
             await guard.install(context)
             page = await context.new_page()
         except BaseException:
-            slot.in_use -= 1
+            with contextlib.suppress(PlaywrightError):
+                await context.close()
             raise
         lease = Lease(slot=slot, context=context, page=page, guard=guard)
         page.on("crash", lambda _p: setattr(lease, "crashed", True))
         return lease
+
+    def _schedule_top_up(self) -> None:
+        if self._s.warm_contexts and not self._closing and (self._top_up_task is None or self._top_up_task.done()):
+            self._top_up_task = asyncio.create_task(self._top_up())
+
+    async def _top_up(self) -> None:
+        """Keep ``warm_contexts`` fresh contexts ready in running browsers, off the reset's critical path."""
+        try:
+            while not self._closing and sum(len(s.idle) for s in self._slots) < self._s.warm_contexts:
+                room = [
+                    s
+                    for s in self._slots
+                    if s.alive
+                    and s.in_use + len(s.idle) < self._s.max_contexts_per_browser
+                    and s.handed_out < self._s.contexts_per_browser_lifetime
+                ]
+                if not room:  # never launch a browser just to warm contexts
+                    return
+                slot = max(room, key=lambda s: s.in_use)
+                lease = await self._create(slot)
+                if slot.alive and not self._closing:
+                    slot.idle.append(lease)
+                else:
+                    await self._close_context(lease)
+        except (PlaywrightError, TimeoutError) as exc:
+            logger.info("warming a context failed: %s", exc)
 
     async def release(self, lease: Lease, reusable: bool = True) -> None:
         """Give a context back: cleared for reuse while it has episodes left, else closed."""
@@ -239,8 +278,10 @@ class BrowserPool:
 
     # -- health, stats, shutdown ----------------------------------------------------------------
     async def probe(self) -> None:
-        """Readiness: a browser (launched if none runs) opens a page and runs a script."""
-        slot = await self._slot_with_room()
+        """Readiness: a running browser (the pool's first is launched if none runs) opens a page and
+        runs a script. A full pool is still ready: the probe's context is outside the bounds."""
+        alive = [s for s in self._slots if s.alive]
+        slot = alive[0] if alive else await self._slot_with_room()
         context = await slot.browser.new_context()
         try:
             page = await context.new_page()
@@ -261,7 +302,7 @@ class BrowserPool:
         return {
             "browsers": len(self._slots),
             "contexts_in_use": sum(s.in_use for s in self._slots),
-            "contexts_idle": sum(len(s.idle) for s in self._slots),
+            "contexts_idle": sum(len(s.idle) for s in self._slots),  # warm or cleared, ready to lend
             "capacity": self._s.max_browsers * self._s.max_contexts_per_browser,
             "browsers_launched": self.browsers_launched,
             "browsers_lost": self.browsers_lost,
@@ -269,6 +310,10 @@ class BrowserPool:
 
     async def close(self) -> None:
         self._closing = True
+        if self._top_up_task is not None:
+            self._top_up_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._top_up_task
         for slot in list(self._slots):
             slot.alive = False
             with contextlib.suppress(PlaywrightError, TimeoutError):

@@ -84,6 +84,7 @@ class Session:
     checkpoint: dict[str, Any] | None = None  # browser state at last_obs, for recovery
     pending_infra: str | None = None  # a failure noticed between steps (browser lost), told at the next step
     recovery: asyncio.Task | None = None
+    popups: set[asyncio.Task] = field(default_factory=set)  # new tabs being folded into the session's tab
     closed: bool = False
 
     @property
@@ -294,7 +295,13 @@ class SessionManager:
         """Bring a freshly leased context to the session's state: restore a capture, or reset + replay."""
         lease = session.lease
         lease.guard.configure(session.backend.allowed_origins(session.task) | set(self.s.extra_allowed_origins))
-        lease.page.on("popup", lambda popup: asyncio.ensure_future(self._follow_popup(session, popup)))
+
+        def on_popup(popup: Page) -> None:
+            task = asyncio.ensure_future(self._follow_popup(session, popup))
+            session.popups.add(task)
+            task.add_done_callback(session.popups.discard)
+
+        lease.page.on("popup", on_popup)
         if state is not None:
             await browser_state.restore(lease, state)
             return
@@ -380,6 +387,9 @@ class SessionManager:
             raise InfraError("the page crashed")
         error = await execute(page, action, self.viewport, pointer, self.s.default_wait_s)
         if action.action not in _ENDS_EPISODE and action.action is not ActionType.WAIT:
+            await self._settle(page)
+        if session.popups:  # a link opened a new tab: observe the page it leads to
+            await asyncio.gather(*session.popups, return_exceptions=True)
             await self._settle(page)
         obs, checkpoint = await self._observe(session, error, step=session.step + 1, pointer=pointer)
         return error, obs, checkpoint

@@ -50,6 +50,9 @@ class EnvSettings(HaloSettings):
     episodes_per_context: int = Field(
         1, ge=1, le=1000, description="Episodes a context serves before it is closed; >1 reuses cleared contexts"
     )
+    warm_contexts: int = Field(
+        2, ge=0, le=64, description="Fresh contexts kept ready in running browsers (cuts reset and fork latency)"
+    )
     contexts_per_browser_lifetime: int = Field(
         500, ge=1, description="Contexts a Chromium process hands out before it is retired and replaced (leaks)"
     )
