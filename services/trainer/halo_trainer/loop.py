@@ -338,11 +338,10 @@ class RunLoop:
 
     async def _restore(self) -> None:
         checkpoint = await asyncio.to_thread(self.checkpoints.resume, self.learner)
-        if checkpoint is None:
-            return
-        extra = dict(checkpoint.extra)
-        extra.pop("buffered_entries", None)
-        self.c = Counters(**extra)
+        if checkpoint is not None:
+            extra = dict(checkpoint.extra)
+            extra.pop("buffered_entries", None)
+            self.c = Counters(**extra)
         if self.c.pending_entries:
             # The checkpoint was committed but the acknowledgement did not happen: do it now.
             async with self.redis.pipeline(transaction=True) as pipe:
@@ -350,9 +349,12 @@ class RunLoop:
                 pipe.sadd(keys.used_jobs(self.cfg.run_id), *self.c.pending_jobs)
                 await pipe.execute()
             self.c.pending_entries, self.c.pending_jobs = [], []
-        # Results delivered to the dead learner but not acknowledged come back, before new ones.
+        # Results delivered to the dead learner but not acknowledged come back, before new ones
+        # (also when it died before its first checkpoint: their jobs are done and will not rerun).
         for d in await self.results.pending("learner"):
             await self._route(d)
+        if checkpoint is None and not self.buffer:
+            return
         logger.info(
             "resumed run %s at update %d (v%d, %d episodes, %d results replayed)",
             self.cfg.run_id,
