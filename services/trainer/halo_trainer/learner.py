@@ -118,8 +118,10 @@ def batch_from_token_ids(
     completion_ids = torch.zeros((batch, max_completion), dtype=torch.long)
     completion_mask = torch.zeros((batch, max_completion), dtype=torch.bool)
     positions = torch.zeros((batch, max_completion), dtype=torch.long)
+    prompt_part = torch.zeros((batch, width), dtype=torch.bool)  # image tokens count only in prompts
     for b, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
         row = list(prompt) + list(completion)
+        prompt_part[b, : len(prompt)] = True
         input_ids[b, : len(row)] = torch.tensor(row)
         attention[b, : len(row)] = 1
         completion_ids[b, : len(completion)] = torch.tensor(list(completion))
@@ -128,7 +130,7 @@ def batch_from_token_ids(
     return PolicyBatch(
         input_ids=input_ids,
         attention_mask=attention,
-        mm_token_type_ids=((input_ids == image_token_id) & attention.bool()).int() * IMAGE_TOKEN_TYPE,
+        mm_token_type_ids=((input_ids == image_token_id) & prompt_part).int() * IMAGE_TOKEN_TYPE,
         pixel_values=pixel_values,
         image_grid_thw=image_grid_thw,
         completion_ids=completion_ids,
@@ -243,7 +245,9 @@ class Learner:
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
         self.step = 0
-        self._merge: int = self.model.get_base_model().config.vision_config.spatial_merge_size
+        base_config = self.model.get_base_model().config
+        self._merge: int = base_config.vision_config.spatial_merge_size
+        self._vision_token_ids = [base_config.image_token_id, base_config.video_token_id]
         self.model.eval()
 
     @classmethod
@@ -286,7 +290,13 @@ class Learner:
                 f"{tuple(completion_mask.shape)}"
             )
         needed = (lengths > 0) & ((batch.advantages != 0) | (cfg.kl_coef > 0))
-        rows = needed.nonzero().flatten().tolist()
+        # A sampled vision placeholder token cannot be scored: the model would look for an image for it.
+        unscorable = self._holds_vision_placeholder(batch.inputs)
+        if bool(unscorable.any()):
+            logger.warning(
+                "update %d: %d completions hold a vision placeholder token; left out", self.step, int(unscorable.sum())
+            )
+        rows = (needed & ~unscorable).nonzero().flatten().tolist()
 
         self.model.train()
         try:
@@ -302,6 +312,7 @@ class Learner:
             "train/step": float(self.step),
             "train/sequences": float(len(batch)),
             "train/skipped_sequences": float(len(batch) - len(rows)),
+            "train/unscorable_sequences": float(unscorable.sum()),
         }
         for key in ("tokens", "kl", "entropy", "clip_frac", "ratio_mean", "ratio_min", "ratio_max"):
             metrics[f"train/{key}"] = summary[key]
@@ -309,6 +320,11 @@ class Learner:
             metrics["train/entropy"] = float("nan")  # the log-prob function gave no logits to read it from
         metrics["train/behaviour_logprob_gap"] = summary["behaviour_logprob_gap"]
         return metrics
+
+    def _holds_vision_placeholder(self, inputs: PolicyBatch) -> Tensor:
+        """Per row: does the completion contain an image or video placeholder token id?"""
+        ids = inputs.completion_ids.masked_fill(~inputs.completion_mask, -1)
+        return torch.isin(ids, torch.tensor(self._vision_token_ids, device=ids.device)).any(-1)
 
     def _step(self, batch: LearnerBatch, rows: list[int]) -> tuple[LossStats, float, float, float]:
         """Forward/backward over the needed rows in micro-batches, then one optimiser step."""
