@@ -215,7 +215,12 @@ def main() -> None:
     step_service, step_direct, step_direct_settled = _stats(wall), _stats(direct), _stats(direct_settled)
     results = {
         "task": TASK,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_1m": round(os.getloadavg()[0], 1),  # other work on the machine inflates every time
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
         "settings": {"settle_ms": settings.settle_ms, "viewport": [settings.viewport_width, settings.viewport_height]},
         "step_service": step_service,
         "step_service_inside": _stats(inside),
@@ -231,7 +236,10 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
 
-    print(f"env service on {TASK} ({os.cpu_count()} CPUs), results in {out.relative_to(ROOT)}")
+    print(
+        f"env service on {TASK} ({os.cpu_count()} CPUs, load average {results['machine']['load_average_1m']}),"
+        f" results in {out.relative_to(ROOT)}"
+    )
     print(f"  step via service      median {step_service['median_ms']:8.1f} ms  p90 {step_service['p90_ms']:8.1f} ms")
     print(
         f"  step direct (click+shot) median {step_direct['median_ms']:5.1f} ms  -> ratio {results['step_ratio_service_vs_direct']}"
