@@ -8,10 +8,13 @@ replayed through the environment service by the shared ``test_replay.py``.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import AsyncIterator
 
 import pytest
 
 from halo_sites.tasks import evaluate, get_task, load_tasks
+from tests.sites.conftest import CHROMIUM, CHROMIUM_ARGS
 
 VIEWPORT = {"width": 1280, "height": 720}
 JAMIE = {"fullName": "Jamie Rivera", "street": "12 Oak Lane", "city": "Portland", "state": "OR", "zip": "97201"}
@@ -130,6 +133,22 @@ def test_retrieval_answers() -> None:
 
 
 # ---- the site in real Chromium ---------------------------------------------------------------------
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator:
+    """Chromium as the environment service launches it: without partial raster, repaints of the same
+    page are pixel-identical, which the fork tests compare."""
+    if not shutil.which(CHROMIUM):
+        pytest.skip("Chromium is not installed")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(
+            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--disable-partial-raster", "--force-color-profile=srgb"]
+        )
+        yield b
+        await b.close()
 
 
 async def _reset(browser, sites_url: str, task_id: str | None = None, seed: int = 0):
