@@ -15,11 +15,13 @@ def state(
     axtree: str = "",
     exposed: bool = True,
 ) -> StateSummary:
-    """A state summary; ``exposed=False`` is a site that shows no state (hosted REAL mid-episode)."""
+    """A state summary; ``exposed=False`` is a site that shows no state (hosted REAL mid-episode),
+    ``progress=None`` a state without progress markers (hosted REAL's /finish)."""
     site_state = None
     if exposed:
         site_state = {"initialfinaldiff": {"added": {}, "updated": {}, "deleted": {}}, "differences": {}}
-        site_state["progress"] = dict(progress or {})
+        if progress is not None:  # our clones keep progress markers; hosted REAL states have none
+            site_state["progress"] = dict(progress)
         site_state.update(extra or {})
     return StateSummary(url=url, axtree=axtree, site_state=site_state)
 

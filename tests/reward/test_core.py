@@ -150,6 +150,16 @@ def test_real_style_nested_diff_detects_sent_mail_and_orders() -> None:
     assert outs[0].milestones == ["order_placed"]
 
 
+def test_progress_markers_are_authoritative_when_the_site_keeps_them() -> None:
+    cart = {"initialfinaldiff": {"updated": {"cart": {"items": {"p1": {"quantity": 2}}}}}}
+    # A clone's marked state: changing a quantity is not "add to cart" unless the site says so.
+    outs, _ = run("omnizon", [state(progress={}), state(progress={}, extra=cart)])
+    assert outs[0].milestones == []
+    # A state without markers (hosted REAL's /finish): the diff rule decides.
+    outs, _ = run("omnizon", [state(), state(extra=cart)])
+    assert outs[0].milestones == ["add_to_cart"]
+
+
 # --- general shaping ------------------------------------------------------------------------------
 
 

@@ -3,7 +3,9 @@
 Real clone server, real environment service (real Chromium), two real reward services (shaping
 `milestone` and `potential`) on the real Redis. For every clone task with a reference solution:
 the cumulative dense reward rises at every step, each milestone the site records fires exactly
-once, and the last step pays the success bonus. Then the scripted farming loop: opening and
+once, and the last step pays the success bonus; the same transitions with the site state hidden
+(as from a hosted REAL site) are scored by URL / accessibility-tree patterns and must also rise and
+pay each milestone at most once. Then the scripted farming loop: opening and
 closing GoMail's compose window 20 times earns no more than the first opening, in both modes.
 """
 
@@ -128,7 +130,8 @@ class Episode:
         self.session_id = self.obs.session_id
         self.domain = task_id.split(".", 1)[1].rsplit("-", 1)[0]
         self.parent: str | None = None
-        self.outs: dict[str, list[RewardBreakdown]] = {m: [] for m in stack.rewards}
+        modes = [*stack.rewards] + (["page-patterns"] if self.domain != "playground" else [])
+        self.outs: dict[str, list[RewardBreakdown]] = {m: [] for m in modes}
         self.final_state: dict | None = None
         self.success: bool | None = None
 
@@ -161,7 +164,26 @@ class Episode:
             answer = client.post("/reward", json=req.model_dump(mode="json", exclude_none=True))
             assert answer.status_code == 200, answer.text
             self.outs[mode].append(RewardBreakdown.model_validate(answer.json()))
+        if self.domain == "playground":  # a local-only site: it always exposes its state
+            self.parent, self.obs = tid, nxt
+            return self._end(req, data, nxt)
+        # The same transition as a site that exposes no state (hosted REAL): URL/axtree patterns only.
+        blind = req.model_copy(
+            update={
+                "transition_id": f"{tid}-page",
+                "episode_id": f"{self.episode_id}-page",
+                "parent_transition_id": f"{self.parent}-page" if self.parent else None,
+                "prev": req.prev.model_copy(update={"site_state": None}),
+                "next": req.next.model_copy(update={"site_state": None}),
+            }
+        )
+        answer = self.stack.rewards["milestone"].post("/reward", json=blind.model_dump(mode="json", exclude_none=True))
+        assert answer.status_code == 200, answer.text
+        self.outs["page-patterns"].append(RewardBreakdown.model_validate(answer.json()))
         self.parent, self.obs = tid, nxt
+        return self._end(req, data, nxt)
+
+    def _end(self, req: RewardRequest, data: dict, nxt: Observation) -> Observation:
         if req.terminated or req.truncated:
             self.final_state = data.get("info", {}).get("finish_state") or nxt.site_state
             self.success = req.task_success
@@ -198,7 +220,14 @@ def test_reference_solution_rewards_rise_and_each_milestone_fires_once(stack: St
         assert all(t > 0 for t in totals), f"{task_id} [{mode}]: cumulative reward must rise at every step: {totals}"
         fired = [m for o in outs for m in o.milestones]
         assert len(fired) == len(set(fired)), f"{task_id} [{mode}]: a milestone fired twice: {fired}"
-        assert set(fired) == expected, f"{task_id} [{mode}]: fired {sorted(fired)}, site recorded {sorted(expected)}"
+        if mode == "page-patterns":
+            # Patterns approximate the site's own markers (e.g. an edit dialog shows a title that
+            # was not typed), so only the outcome is held to the site's record.
+            assert set(fired) <= set(rules["milestones"]), f"{task_id}: {fired}"
+            outcome = expected & {"message_sent", "event_created"}
+            assert outcome <= set(fired), f"{task_id} [page]: fired {sorted(fired)}, site recorded {sorted(expected)}"
+        else:
+            assert set(fired) == expected, f"{task_id} [{mode}]: fired {sorted(fired)}, recorded {sorted(expected)}"
         assert outs[-1].success_bonus == 10.0 and sum(o.success_bonus for o in outs) == 10.0
 
 
@@ -220,6 +249,7 @@ def test_farming_compose_earns_no_more_than_the_first_opening(stack: Stack) -> N
         episode.close()
     for mode, outs in episode.outs.items():
         first = outs[0]
-        assert first.milestones == ["compose_opened"], f"[{mode}] first opening: {first}"
+        # Page patterns also see the Send button (the seeds' "send button visible") on opening.
+        assert "compose_opened" in first.milestones, f"[{mode}] first opening: {first}"
         assert sum(o.total for o in outs) <= first.total, f"[{mode}] farming paid {[o.total for o in outs]}"
-        assert [m for o in outs for m in o.milestones] == ["compose_opened"]
+        assert [m for o in outs for m in o.milestones] == first.milestones

@@ -91,8 +91,13 @@ class StateView:
         found: set[str] = set()
         if self.has_state:
             flags = self.progress_flags()
+            # A site that keeps its own progress markers (our clones) is authoritative: its flags
+            # alone decide. Path and diff detectors are for states without markers (hosted REAL).
+            marked = isinstance((self.summary.site_state or {}).get("progress"), dict)
             for name, m in rules.milestones.items():
                 detectors = m.state if m.state is not None else [StateDetector(progress=name)]
+                if marked:
+                    detectors = [d for d in detectors if d.progress is not None] or [StateDetector(progress=name)]
                 if any(self._state_detector_fires(name, d) for d in detectors):
                     found.add(name)
             if rules.shaping.unknown_progress_weight > 0:  # e.g. playground: milestones live in the task
