@@ -214,6 +214,8 @@ def test_reference_solution_rewards_rise_and_each_milestone_fires_once(stack: St
     progress = {k for k, v in ((episode.final_state or {}).get("progress") or {}).items() if v}
     paid = set(rules["milestones"]) if rules["shaping"].get("unknown_progress_weight", 0) == 0 else progress
     expected = progress & paid
+    unknown = progress - paid
+    assert not unknown, f"{task_id}: the site records milestones the rules do not know (never paid): {unknown}"
     for mode, outs in episode.outs.items():
         totals = [o.total for o in outs]
         assert not any(o.infra_error for o in outs), f"{task_id} [{mode}]: infrastructure error during replay"
