@@ -40,6 +40,8 @@ async def test_parent_and_head(aredis, key_prefix: str) -> None:
     assert await s.parent_memory(first) == EpisodeMemory()  # a new episode starts empty
     token = await s.claim(first)
     await s.commit(first, token, "fp", RewardBreakdown(transition_id=first.transition_id), EpisodeMemory(steps=7))
+    sibling = request(state(), state(), episode_id="ep-b", step=0)  # another fork of the first state
+    assert await s.parent_memory(sibling) == EpisodeMemory()  # not the memory after its sibling
     later = request(state(), state(), episode_id="ep-b", step=1)
     assert (await s.parent_memory(later)).steps == 7  # no parent named: the episode's latest
     old = request(state(), state(), episode_id="ep-b", step=0)  # a late sibling must not move the head back

@@ -121,7 +121,11 @@ class EpisodeStore:
         head = await self.client.get(self._head(req))
         if head is None:
             return EpisodeMemory()
-        parent_id = (head.decode() if isinstance(head, bytes) else head).split(":", 1)[1]
+        head_step, parent_id = (head.decode() if isinstance(head, bytes) else head).split(":", 1)
+        if int(head_step) == req.step:
+            # The latest transition is a sibling: forks of the first state have no parent to
+            # name, and must not inherit each other's memory.
+            return EpisodeMemory()
         stored = await self._wait_record(self._tkey(req, parent_id), f"transition {parent_id}")
         return stored.memory if stored is not None else EpisodeMemory()
 

@@ -89,8 +89,10 @@ async def _execute(
     session_id: str,
     cand: Candidate,
     transition_id: str,
+    group_id: str,
+    parent_id: str | None,
 ) -> Branch:
-    """Run one candidate in its session and score it."""
+    """Run one candidate in its session and score it (``parent_id``: the transition it continues)."""
     result: StepResponse | None = None
     infra = False
     if cand.action is not None:
@@ -117,6 +119,14 @@ async def _execute(
         truncated=bool(result and result.truncated),
         task_success=(result.info.get("task_success") if result is not None else None),
         infra_error=infra,
+        action_error=(
+            nxt.last_action_error[:2000]
+            if result is not None and nxt.last_action_error and nxt.last_action_error_kind is ErrorKind.AGENT
+            else None
+        ),
+        # Siblings of a step group share their parent, so none is scored against another's memory.
+        group_id=group_id,
+        parent_transition_id=parent_id,
     )
     try:
         reward = await svc.reward.reward(request)
@@ -200,6 +210,7 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
     session, obs = reset.observation.session_id, reset.observation
     transitions: list[Transition] = []
     history: list[str] = []
+    parent: str | None = None
     actions, shots, ret, valid, success = [], [obs.screenshot.sha256], 0.0, 0, None
     try:
         for step in range(job.max_steps):
@@ -207,19 +218,19 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
             fork = await svc.env.fork(session, len(candidates))
             forks = [f.observation.session_id for f in fork.sessions]
             ids = [f"{job.job_id}-s{step}-c{i}" for i in range(len(candidates))]
+            group_id = f"{job.group_id}-s{step}"
             branches = await asyncio.gather(
                 *(
-                    _execute(svc, job, episode_id, step, obs, sid, cand, tid)
+                    _execute(svc, job, episode_id, step, obs, sid, cand, tid, group_id, parent)
                     for sid, cand, tid in zip(forks, candidates, ids, strict=True)
                 )
             )
-            group_id = f"{job.group_id}-s{step}"
             transitions += [
                 _transition(job, episode_id, group_id, step, prompt, version, b, t)
                 for b, t in zip(branches, ids, strict=True)
             ]
             chosen = _choose(branches, job.branch, rng)
-            keep = branches[chosen]
+            keep, parent = branches[chosen], ids[chosen]
             await asyncio.gather(
                 svc.env.close(session), *(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen)
             )
@@ -277,7 +288,18 @@ async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Tra
         for step in range(job.max_steps):
             [cand], prompt, version = await _sample(svc, job, obs, history, 1, step, episode=index)
             tid = f"{job.job_id}-e{index}-s{step}"
-            branch = await _execute(svc, job, episode_id, step, obs, session, cand, tid)
+            branch = await _execute(
+                svc,
+                job,
+                episode_id,
+                step,
+                obs,
+                session,
+                cand,
+                tid,
+                job.group_id,
+                transitions[-1].transition_id if transitions else None,
+            )
             transitions.append(_transition(job, episode_id, job.group_id, step, prompt, version, branch, tid))
             valid += cand.action is not None
             actions.append(cand.action.short() if cand.action else f"<invalid: {cand.parse_error.reason.value}>")
