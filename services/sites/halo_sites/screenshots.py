@@ -53,6 +53,26 @@ PAGES: list[tuple[str, str, str | None, str, list[tuple[str, str, str]]]] = [
     ("gocalendar-month", "gocalendar", None, "#/month", []),
     ("gocalendar-create", "gocalendar", None, "#/week", [("click", "create", "")]),
     ("gocalendar-event", "gocalendar", None, "#/week", [("click", "event-ev01", "")]),
+    ("omnizon-home", "omnizon", None, "#/", []),
+    ("omnizon-search", "omnizon", None, "#/s?k=kitchen", []),
+    ("omnizon-product", "omnizon", None, "#/dp/p04", [("click", "qty-plus", ""), ("click", "add-to-cart", "")]),
+    ("omnizon-cart", "omnizon", "local.omnizon-8", "#/cart", []),
+    (
+        "omnizon-checkout",
+        "omnizon",
+        "local.omnizon-11",
+        "#/checkout",
+        [
+            ("fill", "full-name", "Alex Morgan"),
+            ("fill", "street", "410 Pine Street, Apt 5"),
+            ("fill", "city", "Seattle"),
+        ],
+    ),
+    ("omnizon-orders", "omnizon", None, "#/orders", []),
+    ("zilloft-home", "zilloft", None, "", []),
+    ("zilloft-results", "zilloft", None, "#/homes/austin-tx", []),
+    ("zilloft-filters", "zilloft", None, "#/homes/denver-co", [("click", "filter-beds", ""), ("click", "beds-3", "")]),
+    ("zilloft-listing", "zilloft", None, "#/homedetails/sea1", [("click", "save-home", "")]),
 ]
 
 

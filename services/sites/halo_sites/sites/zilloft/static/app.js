@@ -57,6 +57,14 @@
     return Math.round(loan * i / (1 - Math.pow(1 + i, -n)) + price * 0.014 / 12);
   }
 
+  const HEART = "M12 21.35l-1.45-1.32C5.4 15.36 2 12.28 2 8.5 2 5.42 4.42 3 7.5 3c1.74 0 3.41.81 4.5 2.09C13.09 3.81 14.76 3 16.5 3 19.58 3 22 5.42 22 8.5c0 3.78-3.4 6.86-8.55 11.54L12 21.35z";
+  function heart(saved, size, onPhoto) {
+    // Zillow's heart: white outline over a dimmed fill on photos, solid blue once saved.
+    const fill = saved ? "#006aff" : onPhoto ? "rgba(0,0,0,0.35)" : "none";
+    const stroke = saved ? (onPhoto ? "#fff" : "#006aff") : onPhoto ? "#fff" : "#2a2a33";
+    return '<svg width="' + size + '" height="' + size + '" viewBox="0 0 24 24" aria-hidden="true" focusable="false"><path d="' + HEART + '" fill="' + fill + '" stroke="' + stroke + '" stroke-width="1.8"/></svg>';
+  }
+
   // ---- queries ---------------------------------------------------------------------------------
   function results(st, city) {
     const s = st.search;
@@ -158,7 +166,7 @@
     const s = !!saved[home.id];
     return '<article class="card"><a class="card-photo" href="#/homedetails/' + home.id + '" tabindex="-1" aria-hidden="true">' + ZIL_PHOTO(home, 300, 170) + "</a>" +
       '<button class="heart' + (s ? " on" : "") + '" data-action="save" data-id="' + home.id + '" data-halo-id="save-' + home.id + '" aria-label="' + (s ? "Saved" : "Save") + " " + esc(home.address) + '" aria-pressed="' + s + '">' +
-      icon("heart", 26, s ? "#006aff" : "#fff") + "</button>" +
+      heart(s, 28, true) + "</button>" +
       '<a class="card-body" href="#/homedetails/' + home.id + '" data-halo-id="home-' + home.id + '"><div class="card-price">' + money(home.price) + "</div>" +
       '<div class="card-facts"><b>' + home.beds + "</b> bds | <b>" + home.baths + "</b> ba | <b>" + num(home.sqft) + "</b> sqft - " + TYPE_LABEL[home.type] + " for sale</div>" +
       '<div class="card-addr">' + esc(home.address) + " " + esc(home.zip) + '</div><div class="card-broker">' + esc(home.agent.brokerage.toUpperCase()) + "</div></a></article>";
@@ -189,7 +197,7 @@
     ];
     const errs = c.error ? '<div class="cerr" role="alert">' + esc(c.error) + "</div>" : "";
     return '<div class="ld-bar"><a href="#/homes/' + cityOf(home).slug + '" data-halo-id="back-to-search">&lsaquo; Back to search</a><div class="ld-actions">' +
-      '<button class="ld-save' + (saved ? " on" : "") + '" data-action="save" data-id="' + home.id + '" data-halo-id="save-home" aria-pressed="' + saved + '">' + icon("heart", 20, saved ? "#006aff" : "#2a2a33") + (saved ? "Saved" : "Save") + "</button>" +
+      '<button class="ld-save' + (saved ? " on" : "") + '" data-action="save" data-id="' + home.id + '" data-halo-id="save-home" aria-pressed="' + saved + '">' + heart(saved, 20, false) + (saved ? "Saved" : "Save") + "</button>" +
       "<span>Share</span><span>Hide</span><span>More</span></div></div>" +
       '<div class="ld" data-halo-scroll="listing"><div class="photos"><div class="big">' + ZIL_PHOTO(home, 640, 360) + '</div><div class="small">' +
       [0, 1, 2, 3].map(function (i) { return ZIL_ROOM(home, i, 316, 176); }).join("") + "</div></div>" +
