@@ -22,7 +22,7 @@ train: setup      ## train on DOMAIN (local stack started if needed); e.g. make 
 	$(HALO) train --domain $(DOMAIN) $(if $(EPISODES),--episodes $(EPISODES),)
 
 eval: setup       ## greedy evaluation of the current policy on DOMAIN
-	$(PY) scripts/eval.py --domain $(DOMAIN)
+	$(HALO) stack up && $(PY) scripts/eval.py --domain $(DOMAIN) $(if $(ADAPTER),--adapter $(ADAPTER),)
 
 test: setup       ## every test tier: unit, contract, integration (Redis, Chromium, vLLM), end to end
 	$(PYTEST) -q
