@@ -35,7 +35,7 @@ from torch import Tensor, nn
 from halo.settings.trainer import LearnerConfig
 from halo_policy.logprobs import PolicyBatch
 from halo_policy.logprobs import completion_logprobs as policy_completion_logprobs
-from halo_trainer.objective import LossStats, policy_loss
+from halo_trainer.objective import LossStats, entropy_from_logits, policy_loss
 
 logger = logging.getLogger(__name__)
 
@@ -200,13 +200,10 @@ def logprobs_and_entropy(
             hook.remove()
     entropy = None
     if len(captured) == 1 and captured[0].shape[:2] == logp.shape:
-        with torch.no_grad():
-            logits = captured[0].float()
-            if batch.allowed is not None:
-                logits = logits.masked_fill(~batch.allowed[..., : logits.shape[-1]], float("-inf"))
-            logp_all = logits.log_softmax(-1)
-            probs = logp_all.exp()
-            entropy = -(probs * logp_all.masked_fill(probs == 0, 0.0)).sum(-1)
+        logits = captured[0]
+        if batch.allowed is not None:
+            logits = logits.masked_fill(~batch.allowed[..., : logits.shape[-1]], float("-inf"))
+        entropy = entropy_from_logits(logits)
     return logp, entropy
 
 

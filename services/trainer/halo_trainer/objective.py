@@ -89,19 +89,21 @@ def advantages_by_group(
     return out
 
 
+def entropy_from_logits(logits: Tensor) -> Tensor:
+    """Entropy of each distribution ``logits[..., V]`` in nats, float32, without grad (a metric)."""
+    with torch.no_grad():
+        logp_all = logits.float().log_softmax(dim=-1)
+        probs = logp_all.exp()
+        # 0 * log 0 = 0 for tokens with probability 0 (masked logits), not nan
+        return -(probs * logp_all.masked_fill(probs == 0, 0.0)).sum(dim=-1)
+
+
 def token_logprobs_and_entropy(
     logits: Tensor, tokens: Tensor, with_entropy: bool = True
 ) -> tuple[Tensor, Tensor | None]:
     """Log-prob of each token under ``logits[..., V]`` (in float32) and the distribution's entropy (no grad)."""
-    logp_all = logits.float().log_softmax(dim=-1)
-    logp = logp_all.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            probs = logp_all.exp()
-            # 0 * log 0 = 0 for tokens with probability 0 (masked logits), not nan
-            entropy = -(probs * logp_all.masked_fill(probs == 0, 0.0)).sum(dim=-1)
-    return logp, entropy
+    logp = logits.float().log_softmax(dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    return logp, (entropy_from_logits(logits) if with_entropy else None)
 
 
 @dataclass
