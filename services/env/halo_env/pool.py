@@ -56,6 +56,7 @@ class Lease:
     guard: NetworkGuard
     episodes: int = 0
     crashed: bool = False
+    released: bool = False
 
     @property
     def alive(self) -> bool:
@@ -161,6 +162,7 @@ class BrowserPool:
                 lease = slot.idle.pop(0)
                 if lease.alive:
                     slot.in_use += 1
+                    lease.released = False
                     self._schedule_top_up()
                     return lease
                 await self._close_context(lease)
@@ -225,7 +227,10 @@ class BrowserPool:
             logger.info("warming a context failed: %s", exc)
 
     async def release(self, lease: Lease, reusable: bool = True) -> None:
-        """Give a context back: cleared for reuse while it has episodes left, else closed."""
+        """Give a context back: cleared for reuse while it has episodes left, else closed. Idempotent."""
+        if lease.released:
+            return
+        lease.released = True
         slot = lease.slot
         try:
             if (

@@ -317,7 +317,7 @@ class SessionManager:
     async def _follow_popup(self, session: Session, popup: Page) -> None:
         """One tab per session: a link that opens a new tab is followed in the session's own tab."""
         with contextlib.suppress(PlaywrightError):
-            await popup.wait_for_load_state("commit", timeout=2_000)
+            await popup.wait_for_load_state("commit", timeout=self.s.navigation_timeout_s * 1000)
         url = popup.url
         with contextlib.suppress(PlaywrightError):
             await popup.close()
@@ -330,12 +330,12 @@ class SessionManager:
         session = self.get(session_id)
         async with session.lock:
             await self._settled(session)
-            if session.ended:
-                raise ServiceError(409, "the episode has ended (terminated or truncated): fork or create a session")
             session.last_used_at = time.time()
             if session.pending_infra is not None:  # the browser died between steps; the action is not taken
                 message, session.pending_infra = session.pending_infra, None
                 return self._infra_answer(session, message, count=False)
+            if session.ended:
+                raise ServiceError(409, "the episode has ended (terminated or truncated): fork or create a session")
             t0 = time.perf_counter()
             pointer = Pointer(session.pointer.x, session.pointer.y)
             try:
