@@ -138,7 +138,7 @@ def settings_for(data_dir: Path, **overrides: Any) -> EnvSettings:
         "data_dir": data_dir,
         "max_browsers": 1,
         "max_contexts_per_browser": 12,
-        "step_timeout_s": 4.0,
+        "step_timeout_s": 8.0,
         "action_timeout_s": 2.0,
         "evaluate_timeout_s": 3.0,
         "navigation_timeout_s": 8.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -152,3 +153,28 @@ def test_warm_contexts_are_kept_ready(site, tmp_path: Path):
         assert http.get("/stats").json()["contexts_idle"] == 2
         obs = create(http)["observation"]  # served from a warm context
         assert obs["site_state"]["state"]["count"] == 0
+
+
+def test_crashed_renderer_is_an_infra_error_and_shutdown_closes_browsers(site, tmp_path: Path):
+    settings = settings_for(tmp_path)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        step(http, sid, action="left_click", element_id="inc")
+        session = server.app.state.manager.get(sid)
+
+        async def crash() -> None:  # what an out-of-memory kill of the tab's renderer looks like
+            with contextlib.suppress(Exception):
+                await session.lease.page.goto("chrome://crash", timeout=3000)
+
+        server.run_coro(crash())
+        out = step(http, sid, action="left_click", element_id="inc")
+        assert out["observation"]["last_action_error_kind"] == "infra", out["observation"]["last_action_error"]
+        assert "crash" in out["observation"]["last_action_error"]
+        ok = step(http, sid, action="left_click", element_id="inc")["observation"]
+        assert ok["last_action_error"] is None and ok["site_state"]["state"]["count"] == 2
+        pids = server.app.state.pool.pids()
+        assert pids
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "shutdown left a Chromium running"
