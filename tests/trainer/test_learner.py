@@ -276,6 +276,17 @@ def test_warmup_schedule_and_completion_length_limit() -> None:
         Learner(tiny_model(), config(max_completion_tokens=2)).update(group_batch([1.0, -1.0]))
 
 
+def test_bf16_base_model_trains_a_float32_adapter() -> None:
+    """The GPU path: bf16 weights, LoRA parameters (and AdamW state) kept in float32."""
+    learner = Learner(tiny_model().to(torch.bfloat16), config())
+    assert {p.dtype for p in learner.params} == {torch.float32}
+    batch = group_batch([1.0, -1.0])
+    before = sequence_logprobs(learner, batch)
+    learner.update(batch)
+    after = sequence_logprobs(learner, batch)
+    assert (after[0] - after[1]) > (before[0] - before[1])
+
+
 def test_a_peft_model_or_missing_targets_are_refused() -> None:
     learner = Learner(tiny_model(), config())
     with pytest.raises(ValueError, match="base model"):
