@@ -56,21 +56,29 @@ def test_reference_solution_succeeds(clones, task_id):
 
 @pytest.mark.parametrize("task_id", _first_task_per_site())
 def test_clone_fork_is_exact(clones, task_id):
+    """Fork at the reset state, then run the reference solution in parent and fork side by side."""
     env, _ = clones
     solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
-    first, rest = solution[0], [a for a in solution[1:] if a["action"] not in ("terminate", "answer")]
+    actions = [a for a in solution if a["action"] not in ("terminate", "answer")]
     with client(env) as http:
-        sid = create(http, task_id=task_id)["observation"]["session_id"]
-        parent = step(http, sid, **first)["observation"]
-        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1}).json()
-        assert fork["method"] == "snapshot"
-        child = fork["sessions"][0]["observation"]
+        parent = create(http, task_id=task_id)["observation"]
+        sid = parent["session_id"]
+        if len(actions) > 1:  # fork mid-episode when the solution is long enough
+            parent = step(http, sid, **actions.pop(0))["observation"]
+        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1})
+        assert fork.status_code == 200, fork.text
+        assert fork.json()["method"] == "snapshot"
+        child = fork.json()["sessions"][0]["observation"]
         assert child["site_state"] == parent["site_state"]
         assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]
-        for action in rest or [{"action": "wait", "time": 0}]:
-            a = step(http, sid, **action)["observation"]
-            b = step(http, child["session_id"], **action)["observation"]
-            assert a["screenshot"]["sha256"] == b["screenshot"]["sha256"]
-            assert a["site_state"] == b["site_state"]
+        for action in actions:
+            a = step(http, sid, **action)
+            b = step(http, child["session_id"], **action)
+            assert a["observation"]["screenshot"]["sha256"] == b["observation"]["screenshot"]["sha256"]
+            assert a["observation"]["site_state"] == b["observation"]["site_state"]
+            assert a["terminated"] == b["terminated"]
+            if a["terminated"]:
+                assert a["info"]["task_success"] == b["info"]["task_success"]
+                break
         for s in (sid, child["session_id"]):
             http.delete(f"/sessions/{s}")

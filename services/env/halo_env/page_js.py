@@ -140,6 +140,10 @@ OBSERVE = (
     return out.length ? ' ' + out.join(' ') : '';
   };
 
+  const CONTAINERS = {NAV: 'navigation', MAIN: 'main', HEADER: 'banner', FOOTER: 'contentinfo', ASIDE: 'complementary',
+    FORM: 'form', DIALOG: 'dialog', UL: 'list', OL: 'list', TABLE: 'table', dialog: 'dialog', alertdialog: 'dialog',
+    navigation: 'navigation', main: 'main', list: 'list', listbox: 'listbox', menu: 'menu', tablist: 'tablist',
+    grid: 'grid', table: 'table', region: 'region', form: 'form', toolbar: 'toolbar', banner: 'banner'};
   const lines = [];
   let size = 0, cut = false;
   const emit = (depth, text) => {
@@ -173,6 +177,16 @@ OBSERVE = (
       const role = roleOf(child);
       if (role === 'heading') { const t = clean(child.innerText, 200); if (t) emit(depth, `heading ${JSON.stringify(t)}`); continue; }
       if (role === 'img') { const t = clean(child.getAttribute('alt')); if (t) emit(depth, `img ${JSON.stringify(t)}`); continue; }
+      const box = CONTAINERS[child.getAttribute('role') || ''] || CONTAINERS[tag];
+      if (box) {
+        // A landmark, list, dialog or table: one line, its content one level deeper; dropped when empty.
+        const label = clean(child.getAttribute('aria-label') || '', 80);
+        const mark = lines.length, markSize = size;
+        emit(depth, label ? `${box} ${JSON.stringify(label)}` : box);
+        walk(child, depth + 1);
+        if (lines.length === mark + 1 && !cut) { lines.pop(); size = markSize; }
+        continue;
+      }
       walk(child, depth);
     }
   };

@@ -358,7 +358,10 @@ class SessionManager:
             session.checkpoint = checkpoint
             if action.action is ActionType.ANSWER:
                 session.answer = action.text
-            session.terminated = action.action in _ENDS_EPISODE
+            # A clone whose state says `done` (the Playground after its one submission) allows no
+            # more interaction: the episode ends here, so success is credited to this step.
+            site_done = bool((obs.site_state or {}).get("done"))
+            session.terminated = action.action in _ENDS_EPISODE or site_done
             session.truncated = not session.terminated and session.step >= session.max_steps
             reward, info = 0.0, {"seconds": 0.0}
             if session.ended:
