@@ -481,16 +481,19 @@ class PolicyClient:
         self._loaded.discard(name)
         self._retiring.discard(name)
 
-    async def publish_adapter(self, name: str, path: str) -> float:
+    async def publish_adapter(self, name: str, path: str, *, retire_previous: bool = True) -> float:
         """Load ``name`` (``<run>-v<k>``), make it current, retire the previous current adapter.
 
-        The previous adapter is unloaded as soon as no in-flight request of this client uses it.
+        The previous adapter is unloaded as soon as no in-flight request *of this client* uses it.
+        Requests of other processes are invisible here: a publisher whose rollout workers sample
+        with their own clients, or that accepts rollouts of older versions (bounded staleness),
+        passes ``retire_previous=False`` and unloads old versions itself (``unload_adapter``).
         Returns the load time in seconds.
         """
         async with self._adapter_lock:
             elapsed = await self.load_adapter(name, path)
             previous, self._current = self._current, name
-            if previous != self.base_model and previous != name:
+            if retire_previous and previous != self.base_model and previous != name:
                 self._retiring.add(previous)
                 if self._in_flight[previous] == 0:
                     await self._unload_quietly(previous)

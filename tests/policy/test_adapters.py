@@ -74,3 +74,16 @@ async def test_hot_swap_under_load_then_retire(
             await client.publish_adapter(v2, str(v1_dir))  # a version is never reloaded in place
         await client.unload_adapter(v2)
         assert v2 not in await _served(client)
+
+
+async def test_publish_can_leave_retirement_to_the_caller(
+    vllm_server: PolicySettings, adapter_dirs: tuple[Path, Path]
+) -> None:
+    run = f"k{uuid.uuid4().hex[:6]}"
+    async with PolicyClient.from_settings(vllm_server) as client:
+        await client.publish_adapter(f"{run}-v1", str(adapter_dirs[0]))
+        await client.publish_adapter(f"{run}-v2", str(adapter_dirs[1]), retire_previous=False)
+        assert {f"{run}-v1", f"{run}-v2"} <= await _served(client)  # v1 kept for stale rollouts
+        for name in (f"{run}-v1", f"{run}-v2"):
+            await client.unload_adapter(name)
+        assert not {f"{run}-v1", f"{run}-v2"} & await _served(client)
