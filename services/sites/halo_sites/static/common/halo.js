@@ -157,6 +157,9 @@
       initialfinaldiff: initialFinalDiff(initial, state),
       differences: differences(initial, state, siteDef.collections || {}),
       progress: load("progress", {}),
+      // True once the site allows no more interaction (the Playground after its one submission):
+      // the environment then ends the episode and validates it on that step.
+      done: siteDef.isDone ? Boolean(siteDef.isDone(state)) : false,
     };
   }
 

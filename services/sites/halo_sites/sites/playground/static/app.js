@@ -123,6 +123,19 @@
     }
   }
 
+  /* Dense shaping for the click family, opt-in per task (the `near_target` milestone): a click
+   * that lands within `near_radius` page pixels of the target's centre before the one submission.
+   * Capture phase, so it is seen before a button click locks the form. */
+  document.addEventListener("click", function (e) {
+    const cfg = config();
+    if (cfg.family !== "click" || !wants("near_target") || HALO.state().submission !== null) return;
+    const label = cfg.target || (cfg.buttons || ["Submit"])[0];
+    const target = placements(cfg, HALO.meta().seed || 0).filter(function (p) { return p.label === label; })[0];
+    if (target && Math.hypot(e.clientX - target.at[0], e.clientY - target.at[1]) <= (cfg.near_radius || 250)) {
+      mark("near_target");
+    }
+  }, true);
+
   document.addEventListener("click", function (e) {
     const el = e.target.closest("[data-action]");
     if (!el || el.disabled) return;

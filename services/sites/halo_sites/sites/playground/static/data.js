@@ -3,6 +3,7 @@
 HALO.defineSite({
   site: "playground",
   collections: {},
+  isDone: function (state) { return state.submission !== null; },  // MiniWoB's one-shot episode
   initialState: function (seed, config) {
     const fields = {};
     (config.fields || []).forEach(function (f) { fields[f.name] = ""; });
