@@ -223,11 +223,9 @@ def test_reference_solution_rewards_rise_and_each_milestone_fires_once(stack: St
         fired = [m for o in outs for m in o.milestones]
         assert len(fired) == len(set(fired)), f"{task_id} [{mode}]: a milestone fired twice: {fired}"
         if mode == "page-patterns":
-            # Patterns approximate the site's own markers (e.g. an edit dialog shows a title that
-            # was not typed), so only the outcome is held to the site's record.
-            assert set(fired) <= set(rules["milestones"]), f"{task_id}: {fired}"
-            outcome = expected & {"message_sent", "event_created"}
-            assert outcome <= set(fired), f"{task_id} [page]: fired {sorted(fired)}, site recorded {sorted(expected)}"
+            # Patterns must see every milestone the site records; they may see more (an edit
+            # dialog shows a title nobody typed yet), each still paid once.
+            assert expected <= set(fired), f"{task_id} [page]: fired {sorted(fired)}, site recorded {sorted(expected)}"
         else:
             assert set(fired) == expected, f"{task_id} [{mode}]: fired {sorted(fired)}, recorded {sorted(expected)}"
         assert outs[-1].success_bonus == 10.0 and sum(o.success_bonus for o in outs) == 10.0
