@@ -22,6 +22,7 @@ torch, transformers and peft are imported lazily here so that ``halo`` stays imp
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
@@ -167,8 +168,14 @@ def build_batch(
     if not samples:
         raise ValueError("empty batch")
     rows, types, pixels, grids, prompt_lengths = [], [], [], [], []
+    encoded: dict[tuple, Any] = {}  # the N candidates of a step group share one prompt: encode it once
     for i, s in enumerate(samples):
-        enc = prompt_inputs(processor, s.goal, s.history, s.screenshots, viewport=viewport, history_limit=history_limit)
+        key = (s.goal, tuple(str(h) for h in s.history), tuple(hashlib.sha256(p).digest() for p in s.screenshots))
+        if key not in encoded:
+            encoded[key] = prompt_inputs(
+                processor, s.goal, s.history, s.screenshots, viewport=viewport, history_limit=history_limit
+            )
+        enc = encoded[key]
         ids = enc["input_ids"][0].tolist()
         if s.prompt_token_ids is not None and list(s.prompt_token_ids) != ids:
             first = next((k for k, (a, b) in enumerate(zip(ids, s.prompt_token_ids, strict=False)) if a != b), None)
