@@ -6,6 +6,7 @@ The reward itself is computed by ``halo_reward.core.score``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -61,6 +62,8 @@ def _check(req: RewardRequest) -> None:
 
 
 async def reward(req: RewardRequest, deps: Deps) -> RewardBreakdown:
+    """Claim the transition (or answer the stored result as a duplicate), score it against its
+    parent's memory with ``core.score``, store answer and memory together, then count it."""
     fingerprint = _fingerprint(req)
     while True:
         token = await deps.store.claim(req)
@@ -78,9 +81,13 @@ async def reward(req: RewardRequest, deps: Deps) -> RewardBreakdown:
         out, new_memory = score(req, memory, deps.rules.for_domain(req.domain), deps.opts)
         await deps.store.commit(req, token, fingerprint, out, new_memory)
     except BaseException:
-        await deps.store.release(req, token)
+        with contextlib.suppress(aioredis.RedisError):  # the claim lapses by itself otherwise
+            await deps.store.release(req, token)
         raise
-    await deps.stats.record(req, out)
+    try:
+        await deps.stats.record(req, out)
+    except aioredis.RedisError as exc:  # metrics are observational: the reward is already stored
+        logger.warning("stats not recorded for %s: %s", req.transition_id, exc)
     return out
 
 
