@@ -30,6 +30,49 @@ def tiny_model_dir() -> Path:
     return build_tiny_model()  # cached under <data_dir>/models by content hash
 
 
+def start_policy_server(model_dir: Path | str, log_path: Path, **env_overrides: str) -> tuple[subprocess.Popen, int]:
+    """``python -m halo_policy`` on a free port, as the local stack starts it; output to ``log_path``."""
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        HALO_POLICY_PORT=str(port),
+        HALO_POLICY_MODEL=str(model_dir),
+        HALO_POLICY_TARGET="cpu",
+        HALO_POLICY_MAX_LORA_RANK="8",
+    )
+    env.update(env_overrides)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "halo_policy"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc, port
+
+
+def wait_listening(proc: subprocess.Popen, log_path: Path, timeout_s: float = SERVER_START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while b"policy server listening on" not in log_path.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_bytes().decode("utf-8", "replace")[-3000:]
+            pytest.fail(f"vLLM did not start (exit {proc.poll()}); last output:\n{tail}")
+        time.sleep(0.5)
+
+
+def stop_policy_server(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 @pytest.fixture(scope="session")
 def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
     """A tiny-model vLLM server. ``HALO_TEST_POLICY_PORT`` reuses one already running on that port
@@ -41,44 +84,16 @@ def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
         root = httpx.get(f"http://127.0.0.1:{reuse}/v1/models", timeout=10).json()["data"][0]["root"]
         yield PolicySettings(port=int(reuse), model=root, max_lora_rank=8)
         return
-    port = free_port()
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
-    env = dict(os.environ)
-    env.update(
-        HALO_POLICY_PORT=str(port),
-        HALO_POLICY_MODEL=str(tiny_model_dir),
-        HALO_POLICY_TARGET="cpu",
-        HALO_POLICY_MAX_LORA_RANK="8",
-    )
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "halo_policy"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    proc, port = start_policy_server(tiny_model_dir, log_path)
     try:
-        while b"policy server listening on" not in log_path.read_bytes():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = log_path.read_bytes().decode("utf-8", "replace")[-3000:]
-                pytest.fail(f"vLLM did not start (exit {proc.poll()}); last output:\n{tail}")
-            time.sleep(0.5)
+        wait_listening(proc, log_path)
         yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8)
         if proc.poll() is not None:  # it died during the session: show why
             tail = log_path.read_bytes().decode("utf-8", "replace")[-6000:]
             sys.stderr.write(f"\nvLLM exited with {proc.returncode} during the tests; last output:\n{tail}\n")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_policy_server(proc)
 
 
 PAGE = """<!doctype html><html><head><style>

@@ -164,7 +164,10 @@ def serve(settings: PolicySettings | None = None) -> int:
     pump = Thread(target=_pump, args=(proc.stdout, tail), daemon=True)
     pump.start()
 
+    stopping: list[int] = []
+
     def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
         logger.info("signal %d: stopping vLLM", signum)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -188,10 +191,12 @@ def serve(settings: PolicySettings | None = None) -> int:
     )
     code = proc.wait()
     pump.join(timeout=5)
-    if code not in (0, -signal.SIGTERM):
-        logger.error("vLLM exited with code %s", code)
-        return code or 1
-    return 0
+    if stopping:
+        return 0
+    # Not asked to stop: vLLM's API server shuts down (often with code 0) when its engine dies.
+    last = "\n".join(list(tail)[-15:])
+    logger.error("vLLM exited with code %s without being asked to stop\n--- last vLLM output ---\n%s", code, last)
+    return code if code and code > 0 else 1
 
 
 def _terminate(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
