@@ -16,7 +16,7 @@ import redis
 from tests.conftest import REDIS_URL, free_port
 
 
-def start_reward_service(prefix: str, **env: str) -> tuple[subprocess.Popen, str]:
+def start_reward_service(prefix: str, ready_path: str = "/ready", **env: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
     environ = {
         **os.environ,
@@ -33,7 +33,7 @@ def start_reward_service(prefix: str, **env: str) -> tuple[subprocess.Popen, str
         if proc.poll() is not None:
             raise RuntimeError(f"reward service exited with {proc.returncode}")
         try:
-            if httpx.get(f"{base}/ready", timeout=1).status_code == 200:
+            if httpx.get(f"{base}{ready_path}", timeout=1).status_code == 200:
                 return proc, base
         except httpx.HTTPError:
             pass

@@ -9,6 +9,7 @@ import uuid
 import httpx
 import pytest
 
+from tests.conftest import free_port
 from tests.reward.conftest import start_reward_service
 from tests.reward.helpers import click, request, state
 
@@ -180,3 +181,16 @@ def test_wrong_method_and_path(base: str) -> None:
 def test_oversized_body_is_refused_before_parsing(base: str) -> None:
     r = httpx.post(f"{base}/reward", content=b"x" * 8_000_001, headers={"content-type": "application/json"})
     assert r.status_code == 413 and "exceeds" in r.json()["error"]
+
+
+def test_redis_down_is_a_503_not_a_500() -> None:
+    dead = f"redis://127.0.0.1:{free_port()}/0"
+    proc, base = start_reward_service("test:reward:dead:", ready_path="/health", HALO_REDIS_URL=dead)
+    try:
+        assert httpx.get(f"{base}/ready").status_code == 503
+        r = httpx.post(f"{base}/reward", json=body(request(state(), state())))
+        assert r.status_code == 503 and "episode memory unavailable" in r.json()["error"]
+        assert httpx.get(f"{base}/stats").status_code == 503
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
