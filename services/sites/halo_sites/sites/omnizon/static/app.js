@@ -47,7 +47,9 @@
   }
   function bigPrice(x) {
     const parts = x.toFixed(2).split(".");
-    return '<span class="sr-only">' + money(x) + '</span><span class="price" aria-hidden="true"><sup>$</sup>' + parts[0] + "<sup>" + parts[1] + "</sup></span>";
+    // The big digits are drawn from attributes (CSS content), so the page's text reads "$24.99" once.
+    return '<span class="sr-only">' + money(x) + '</span><span class="price" aria-hidden="true"><sup data-t="$"></sup><span data-t="' + parts[0] +
+      '"></span><sup data-t="' + parts[1] + '"></sup></span>';
   }
   function stars(rating, size) {
     const s = size || 16;
@@ -108,7 +110,7 @@
     }).join("");
     return '<header class="nav"><div class="nav-top">' + logo() +
       '<div class="deliver"><span class="pin">' + pinIcon() + '</span><div><span class="small">Deliver to Alex</span><b>Seattle 98101</b></div></div>' +
-      '<form class="search" role="search" data-halo-id="search-form"><span class="scope">All <span class="caret">&#9662;</span></span>' +
+      '<form class="search" role="search"><span class="scope">All <span class="caret">&#9662;</span></span>' +
       '<input type="text" data-halo-id="search" aria-label="Search Omnizon" placeholder="Search Omnizon" autocomplete="off" value="' + esc(view.search || "") + '">' +
       '<button type="submit" class="go" aria-label="Go" data-halo-id="search-button">' + icon("search", 24, "#333") + "</button></form>" +
       '<div class="navlink lang"><b>EN</b></div>' +
@@ -179,7 +181,7 @@
       ' <span class="caret">&#9662;</span></button>' + menu + "</div></div>";
     const cards = list.map(function (p) {
       const inCart = st.cart.items[p.id];
-      return '<div class="card"><a class="card-img" href="#/dp/' + p.id + '" tabindex="-1" aria-hidden="true">' + OMNI_ART(p, 170) + "</a>" +
+      return '<div class="card"><div class="card-img" data-action="open" data-id="' + p.id + '">' + OMNI_ART(p, 170) + "</div>" +
         '<a class="card-title" href="#/dp/' + p.id + '" data-halo-id="product-' + p.id + '">' + esc(p.name) + "</a>" +
         '<div class="card-rating">' + stars(p.rating) + '<span class="sr-only">' + p.rating + ' out of 5 stars</span><span class="link">' + count(p.ratingsCount) + "</span></div>" +
         '<div class="card-price">' + bigPrice(p.price) + "</div>" +
@@ -229,7 +231,7 @@
     }
     const rows = items.map(function (it) {
       const p = SITE.product(it.id);
-      return '<div class="cart-row"><a href="#/dp/' + it.id + '" tabindex="-1" aria-hidden="true">' + OMNI_ART(p, 150) + "</a>" +
+      return '<div class="cart-row"><div class="cart-img" data-action="open" data-id="' + it.id + '">' + OMNI_ART(p, 150) + "</div>" +
         '<div class="cart-info"><a class="cart-name" href="#/dp/' + it.id + '" data-halo-id="cart-item-' + it.id + '">' + esc(it.name) + "</a>" +
         '<div class="stock">In Stock</div><div class="muted">Eligible for FREE Shipping</div>' +
         '<div class="cart-actions"><div class="stepper"><button data-action="cart-minus" data-id="' + it.id + '" data-halo-id="cart-minus-' + it.id + '" aria-label="Decrease quantity of ' + esc(it.name) + '"' + (it.quantity <= 1 ? " disabled" : "") + ">&minus;</button>" +
@@ -422,6 +424,8 @@
     } else if (action === "buy-now") {
       addToCart(id, view.qty || 1);
       go("#/checkout");
+    } else if (action === "open") {
+      go("#/dp/" + id);
     } else if (action === "goto-cart") {
       go("#/cart");
     } else if (action === "proceed") {

@@ -164,7 +164,7 @@
   }
   function card(home, saved) {
     const s = !!saved[home.id];
-    return '<article class="card"><a class="card-photo" href="#/homedetails/' + home.id + '" tabindex="-1" aria-hidden="true">' + ZIL_PHOTO(home, 300, 170) + "</a>" +
+    return '<article class="card"><div class="card-photo" data-action="open" data-id="' + home.id + '">' + ZIL_PHOTO(home, 300, 170) + "</div>" +
       '<button class="heart' + (s ? " on" : "") + '" data-action="save" data-id="' + home.id + '" data-halo-id="save-' + home.id + '" aria-label="' + (s ? "Saved" : "Save") + " " + esc(home.address) + '" aria-pressed="' + s + '">' +
       heart(s, 28, true) + "</button>" +
       '<a class="card-body" href="#/homedetails/' + home.id + '" data-halo-id="home-' + home.id + '"><div class="card-price">' + money(home.price) + "</div>" +
@@ -205,7 +205,7 @@
       '<h1 class="ld-addr">' + esc(home.address) + " " + esc(home.zip) + '</h1><div class="ld-pay">Est.: ' + money(payment(home.price)) + "/mo</div>" +
       '<div class="chips">' + facts.map(function (f) { return '<div class="chip"><span>' + esc(f[0]) + "</span><b>" + esc(f[1]) + "</b></div>"; }).join("") + "</div>" +
       "<h2>What's special</h2><p>" + esc(describe(home)) + "</p>" +
-      '<div class="agent-line">Listed by: <b data-halo-id="listing-agent">' + esc(home.agent.name) + "</b> " + esc(home.agent.phone) + ", " + esc(home.agent.brokerage) + "</div></div>" +
+      '<div class="agent-line">Listed by: <b>' + esc(home.agent.name) + "</b> " + esc(home.agent.phone) + ", " + esc(home.agent.brokerage) + "</div></div>" +
       '<aside class="contact" aria-label="Contact agent"><h3>Contact agent</h3><div class="agent"><span class="agent-ph">' + esc(home.agent.name.split(" ").map(function (w) { return w[0]; }).join("")) + "</span><div><b>" +
       esc(home.agent.name) + "</b><div>" + esc(home.agent.brokerage) + "</div><div>" + esc(home.agent.phone) + "</div></div></div>" +
       (sent ? '<div class="csent" role="status">Your message was sent to ' + esc(home.agent.name) + ".</div>" : "") +
@@ -408,6 +408,9 @@
       toggleSave(id);
     } else if (action === "contact") {
       contact(id);
+    } else if (action === "open") {
+      go("#/homedetails/" + id);
+      return;
     }
     render();
   });
