@@ -125,6 +125,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
 
+    load_before = round(os.getloadavg()[0], 2)
     prefix = f"bench:reward:{uuid.uuid4().hex[:8]}:"
     reqs = transitions(args.requests, run=f"bench-{uuid.uuid4().hex[:6]}")
     proc, base = start_reward_service(prefix)
@@ -137,7 +138,14 @@ def main() -> None:
     lat = sorted(latencies)
     result = {
         "benchmark": "reward",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            # Other work on the machine shares its cores: read the figures with the load they ran under.
+            "load_average_1m_before": load_before,
+            "load_average_1m_after": round(os.getloadavg()[0], 2),
+        },
         "http": {
             "requests": len(latencies),
             "duplicates": len(latencies) - len(reqs),
@@ -161,7 +169,8 @@ def main() -> None:
     print(
         f"reward: {h['requests_per_s']} requests/s over HTTP ({h['requests']} requests, {h['duplicates']} duplicates, "
         f"concurrency {h['concurrency']}, 1 worker, errors {h['errors']}), p50 {h['latency_ms_p50']} ms, "
-        f"p99 {h['latency_ms_p99']} ms; core score() {result['core_score_per_s']}/s -> {out.relative_to(ROOT)}"
+        f"p99 {h['latency_ms_p99']} ms; core score() {result['core_score_per_s']}/s; "
+        f"load average {load_before} on {os.cpu_count()} CPUs -> {out.relative_to(ROOT)}"
     )
 
 
