@@ -187,7 +187,7 @@ def test_a_thousand_hostile_requests_get_no_5xx(http, site):
     assert len(ok_steps) >= len(IMPOSSIBLE) * 5
     assert all(b["observation"]["last_action_error_kind"] == "agent" for b in ok_steps)
     statuses = {s for _, _, s, _ in results}
-    assert statuses <= {200, 404, 405, 409, 413, 422, 429}, statuses
+    assert statuses <= {200, 404, 405, 409, 413, 422}, statuses
 
     # Oversized body: refused before it is parsed.
     huge = http.post("/sessions", content=b"{" + b" " * (33 * 1024 * 1024) + b"}")

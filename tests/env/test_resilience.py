@@ -112,13 +112,13 @@ def test_idle_sessions_are_reaped(site, tmp_path: Path):
         assert http.get("/stats").json()["contexts_in_use"] == 0
 
 
-def test_pool_bound_answers_429(site, tmp_path: Path):
+def test_pool_bound_answers_503(site, tmp_path: Path):
     settings = settings_for(tmp_path, max_contexts_per_browser=2, acquire_timeout_s=0.5)
     with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
         create(http)
         create(http)
         r = http.post("/sessions", json={"task_id": "fixture.actions"})
-        assert r.status_code == 429 and "in use" in r.json()["error"]
+        assert r.status_code == 503 and r.json()["kind"] == "infra" and "in use" in r.json()["error"]
 
 
 def test_contexts_are_reused_after_clearing(site, tmp_path: Path):

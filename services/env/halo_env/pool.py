@@ -1,7 +1,7 @@
 """A bounded pool of Chromium processes and the browser contexts (one per session) they host.
 
 Bounds: at most ``max_browsers`` processes and ``max_contexts_per_browser`` contexts each; a new
-session waits ``acquire_timeout_s`` for a free slot and is then refused (429). A process that dies
+session waits ``acquire_timeout_s`` for a free slot and is then refused (503, an infrastructure condition the caller may retry). A process that dies
 (killed, OOM) is noticed through Playwright's ``disconnected`` event, dropped from the pool, and
 replaced on the next acquire; sessions that lived in it are told through ``on_browser_lost`` so
 they can rebuild themselves elsewhere. A process is retired after handing out

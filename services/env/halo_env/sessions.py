@@ -252,7 +252,7 @@ class SessionManager:
         try:
             lease = await self.pool.acquire()
         except PoolExhausted as exc:
-            raise ServiceError(429, f"no browser context is free: {exc}; close sessions or retry later") from None
+            raise ServiceError(503, f"no browser context is free: {exc}; close sessions or retry later") from None
         except (PlaywrightError, TimeoutError) as exc:
             raise ServiceError(503, f"could not start a browser: {str(exc)[:300]}") from None
         session = Session(

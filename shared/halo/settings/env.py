@@ -57,7 +57,7 @@ class EnvSettings(HaloSettings):
         500, ge=1, description="Contexts a Chromium process hands out before it is retired and replaced (leaks)"
     )
     acquire_timeout_s: float = Field(
-        10.0, gt=0, description="Seconds a new session waits for a free context before answering 429"
+        10.0, gt=0, description="Seconds a new session waits for a free context before answering 503"
     )
     fork_parallelism: int = Field(4, ge=1, le=32, description="Fork children built at once (each loads the site)")
     launch_timeout_s: float = Field(30.0, gt=0, description="Seconds to launch one Chromium process")
