@@ -79,7 +79,7 @@ class StateView:
                     return True
         return False
 
-    def _state_detector_fires(self, name: str, det: StateDetector) -> bool:
+    def _state_detector_fires(self, det: StateDetector) -> bool:
         if det.progress is not None:
             return det.progress in self.progress_flags()
         if det.path is not None:
@@ -98,7 +98,7 @@ class StateView:
                 detectors = m.state if m.state is not None else [StateDetector(progress=name)]
                 if marked:
                     detectors = [d for d in detectors if d.progress is not None] or [StateDetector(progress=name)]
-                if any(self._state_detector_fires(name, d) for d in detectors):
+                if any(self._state_detector_fires(d) for d in detectors):
                     found.add(name)
             if rules.shaping.unknown_progress_weight > 0:  # e.g. playground: milestones live in the task
                 found |= flags - set(rules.milestones)
