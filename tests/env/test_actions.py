@@ -28,6 +28,10 @@ def test_reset_step_close_and_screenshot(http):
     assert out["observation"]["site_state"]["state"]["count"] == 1
     assert out["observation"]["last_action_error"] is None
     assert [s["session_id"] for s in http.get("/sessions").json()] == [sid]
+    metrics = http.get("/metrics").text
+    assert 'env_steps_total{outcome="ok"}' in metrics and "env_reset_seconds_bucket" in metrics
+    stats = http.get("/stats").json()
+    assert stats["sessions"] == 1 and stats["memory_per_session_bytes"] > 0
     assert http.delete(f"/sessions/{sid}").status_code == 200
     assert http.post(f"/sessions/{sid}/step", json={"action": {"action": "wait", "time": 0}}).status_code == 404
     assert http.delete(f"/sessions/{sid}").status_code == 404
