@@ -68,8 +68,10 @@ def test_unknown_keys(name):
 
 
 def test_registry_snapshot(tmp_path: Path):
-    out = registry.snapshot_real_tasks(tmp_path / "configs" / "real_v2_task_registry.json")
+    out = tmp_path / "configs" / "real_v2_task_registry.json"
+    count = registry.snapshot_real_tasks(out)
     data = json.loads(out.read_text())
+    assert count == data["count"]
     assert data["version"] == "v2" and data["agisdk_version"] == "0.3.5"
     ids = [t["id"] for t in data["tasks"]]
     assert data["count"] == len(ids) == len(registry.real_task_ids()) > 100

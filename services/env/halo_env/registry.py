@@ -69,8 +69,9 @@ def load_real_tasks(domain: str | None = None) -> list[Task]:
     return [t for t in tasks if domain is None or t.domain == domain]
 
 
-def snapshot_real_tasks(out_path: Path | str) -> Path:
-    """Write agisdk's v2 registry (every task, with a hash of each eval script) to ``out_path``.
+def snapshot_real_tasks(out_path: Path | str) -> int:
+    """Write agisdk's v2 registry (every task, with a hash of each eval script) to ``out_path``;
+    returns how many tasks it holds.
 
     The file pins what "v2.gomail-3" meant when a result was produced: agisdk may change a goal or
     an eval script in a later release, and a run's config can then be compared against it.
@@ -100,4 +101,4 @@ def snapshot_real_tasks(out_path: Path | str) -> Path:
         json.dump(payload, fh, indent=1, sort_keys=True)
         fh.write("\n")
     os.replace(tmp, out)
-    return out
+    return len(tasks)
