@@ -134,7 +134,8 @@
       '<button type="submit" data-halo-id="search-button" aria-label="Submit search">' + icon("search", 22, "#006aff") + "</button></form>" +
       '<span class="fbtn static">For Sale <span class="chev">&#9662;</span></span>' +
       btn("price", priceLabel, s.minPrice !== null || s.maxPrice !== null) + btn("beds", bedLabel, !!(s.beds || s.baths)) + btn("type", typeLabel, s.homeTypes.length > 0) +
-      '<span class="fbtn static">More <span class="chev">&#9662;</span></span><span class="save-search">Save search</span>' + panel(view) + "</div>";
+      '<span class="fbtn static">More <span class="chev">&#9662;</span></span><span class="save-search">Save search</span>' + panel(view) +
+      (view.error ? '<div class="search-error bar" role="alert">' + esc(view.error) + "</div>" : "") + "</div>";
   }
   function panel(view) {
     const p = view.pending;
