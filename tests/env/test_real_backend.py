@@ -63,3 +63,19 @@ def test_real_tasks_listed(http):
     assert TASK in ids and all(t["website"]["id"] == "gomail" for t in tasks)
     assert http.post("/sessions", json={"task_id": "v2.nosuchsite-1"}).status_code == 404
     assert http.post("/sessions", json={"task_id": "v9.gomail-1"}).status_code == 404
+
+
+def test_real_snapshot_fork_when_configured(site, tmp_path):
+    from halo_env.backends.real import RealBackend
+    from tests.env.fixtures import EnvServer, client, settings_for
+
+    settings = settings_for(tmp_path, real_base_url=site.url, real_fork_method="snapshot")
+    with EnvServer(settings, [RealBackend(settings)]) as server, client(server) as http:
+        sid = create(http, task_id=TASK)["observation"]["session_id"]
+        parent = step(http, sid, action="left_click", element_id="delete-1")["observation"]
+        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1}).json()
+        assert fork["method"] == "snapshot"
+        child = fork["sessions"][0]["observation"]
+        assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]
+        out = step(http, child["session_id"], action="terminate", status="success")
+        assert out["info"]["task_success"] is True  # the fork's /finish carries the parent's deletion
