@@ -261,7 +261,11 @@ class RunLoop:
             if record.adapter_name not in served:
                 if not Path(record.adapter_path).exists():
                     self.learner.save_adapter(record.adapter_path)
-                seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path)
+                # Workers in other processes may still sample from the previous version: old versions
+                # are unloaded by `_retire_old_versions`, by staleness, not by this client.
+                seconds = await self.policy.publish_adapter(
+                    record.adapter_name, record.adapter_path, retire_previous=False
+                )
                 self.latest["policy/adapter_load_s"] = seconds
         await self.redis.set(keys.policy(self.cfg.run_id), record.model_dump_json())
         await self._retire_old_versions(version)
