@@ -24,7 +24,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from halo.clients import EnvClient, RewardClient, ServiceError
 from halo.policy_client import Candidate, PolicyClient, PolicyError
@@ -202,16 +202,62 @@ async def _sample(
     return result.candidates, prompt, version.version
 
 
+@dataclass
+class Trace:
+    """The path an episode took (the kept branch of each step), for its EpisodeSummary."""
+
+    episode_id: str
+    shots: list[str]
+    actions: list[str] = field(default_factory=list)
+    ret: float = 0.0
+    valid: int = 0
+    success: bool | None = None
+    infra: bool = False
+
+    def record(self, branch: Branch, history: list[str]) -> Observation | None:
+        """Add the branch taken; extend the prompt history; return the new observation (if any)."""
+        cand = branch.candidate
+        if cand.action is not None:
+            history.append(cand.action.short())
+        self.actions.append(cand.action.short() if cand.action else f"<invalid: {cand.parse_error.reason.value}>")
+        self.valid += cand.action is not None
+        self.ret += branch.reward.total
+        self.infra |= branch.infra_error
+        if branch.step is None:
+            return None
+        self.shots.append(branch.step.observation.screenshot.sha256)
+        if _ended(branch):
+            self.success = branch.step.info.get("task_success")
+        return branch.step.observation
+
+    def summary(self, job: RolloutJob) -> EpisodeSummary:
+        return EpisodeSummary(
+            run_id=job.run_id,
+            job_id=job.job_id,
+            episode_id=self.episode_id,
+            group_id=job.group_id,
+            task_id=job.task_id,
+            policy_version=job.policy.version,
+            purpose=job.purpose,
+            steps=len(self.actions),
+            episode_return=self.ret,
+            success=self.success,
+            valid_actions=self.valid,
+            infra_error=self.infra,
+            actions=self.actions,
+            screenshots=self.shots,
+        )
+
+
 async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
     """One episode that branches N ways at every state (see module docstring)."""
     rng = random.Random(job.seed)
-    episode_id = f"{job.job_id}-e0"
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
     session, obs = reset.observation.session_id, reset.observation
+    trace = Trace(f"{job.job_id}-e0", [obs.screenshot.sha256])
     transitions: list[Transition] = []
     history: list[str] = []
     parent: str | None = None
-    actions, shots, ret, valid, success = [], [obs.screenshot.sha256], 0.0, 0, None
     try:
         for step in range(job.max_steps):
             candidates, prompt, version = await _sample(svc, job, obs, history, job.group_size, step)
@@ -221,12 +267,12 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
             group_id = f"{job.group_id}-s{step}"
             branches = await asyncio.gather(
                 *(
-                    _execute(svc, job, episode_id, step, obs, sid, cand, tid, group_id, parent)
+                    _execute(svc, job, trace.episode_id, step, obs, sid, cand, tid, group_id, parent)
                     for sid, cand, tid in zip(forks, candidates, ids, strict=True)
                 )
             )
             transitions += [
-                _transition(job, episode_id, group_id, step, prompt, version, b, t)
+                _transition(job, trace.episode_id, group_id, step, prompt, version, b, t)
                 for b, t in zip(branches, ids, strict=True)
             ]
             chosen = _choose(branches, job.branch, rng)
@@ -235,105 +281,43 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
                 svc.env.close(session), *(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen)
             )
             session = keep.session_id
-            ret += keep.reward.total
-            valid += keep.candidate.action is not None
-            if keep.candidate.action is not None:
-                history.append(keep.candidate.action.short())
-                actions.append(keep.candidate.action.short())
-            else:
-                actions.append(f"<invalid: {keep.candidate.parse_error.reason.value}>")
-            if keep.step is not None:
-                obs = keep.step.observation
-                shots.append(obs.screenshot.sha256)
+            obs = trace.record(keep, history) or obs
             if keep.infra_error or _ended(keep):
-                success = keep.step.info.get("task_success") if keep.step is not None else None
                 break
     finally:
         await svc.env.close(session)
-    summary = EpisodeSummary(
-        run_id=job.run_id,
-        job_id=job.job_id,
-        episode_id=episode_id,
-        group_id=job.group_id,
-        task_id=job.task_id,
-        policy_version=job.policy.version,
-        purpose=job.purpose,
-        steps=len(actions),
-        episode_return=ret,
-        success=success,
-        valid_actions=valid,
-        infra_error=any(t.infra_error for t in transitions),
-        actions=actions,
-        screenshots=shots,
-    )
     return RolloutResult(
         job_id=job.job_id,
         run_id=job.run_id,
         purpose=job.purpose,
         policy_version=job.policy.version,
         transitions=transitions,
-        episodes=[summary],
+        episodes=[trace.summary(job)],
     )
 
 
 async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Transition], EpisodeSummary]:
     """One plain episode: one sample per step (greedy when temperature is 0)."""
-    episode_id = f"{job.job_id}-e{index}"
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
     session, obs = reset.observation.session_id, reset.observation
+    trace = Trace(f"{job.job_id}-e{index}", [obs.screenshot.sha256])
     transitions: list[Transition] = []
     history: list[str] = []
-    actions, shots, valid, success, infra = [], [obs.screenshot.sha256], 0, None, False
     try:
         for step in range(job.max_steps):
             [cand], prompt, version = await _sample(svc, job, obs, history, 1, step, episode=index)
             tid = f"{job.job_id}-e{index}-s{step}"
-            branch = await _execute(
-                svc,
-                job,
-                episode_id,
-                step,
-                obs,
-                session,
-                cand,
-                tid,
-                job.group_id,
-                transitions[-1].transition_id if transitions else None,
-            )
-            transitions.append(_transition(job, episode_id, job.group_id, step, prompt, version, branch, tid))
-            valid += cand.action is not None
-            actions.append(cand.action.short() if cand.action else f"<invalid: {cand.parse_error.reason.value}>")
-            if cand.action is not None:
-                history.append(cand.action.short())
-            if branch.step is not None:
-                obs = branch.step.observation
-                shots.append(obs.screenshot.sha256)
-            infra |= branch.infra_error
+            parent = transitions[-1].transition_id if transitions else None
+            branch = await _execute(svc, job, trace.episode_id, step, obs, session, cand, tid, job.group_id, parent)
+            transitions.append(_transition(job, trace.episode_id, job.group_id, step, prompt, version, branch, tid))
+            obs = trace.record(branch, history) or obs
             if branch.infra_error or _ended(branch):
-                success = branch.step.info.get("task_success") if branch.step is not None else None
                 break
     finally:
         await svc.env.close(session)
-    ret = sum(t.reward.total for t in transitions)
     for t in transitions:
-        t.episode_return = ret
-    summary = EpisodeSummary(
-        run_id=job.run_id,
-        job_id=job.job_id,
-        episode_id=episode_id,
-        group_id=job.group_id,
-        task_id=job.task_id,
-        policy_version=job.policy.version,
-        purpose=job.purpose,
-        steps=len(actions),
-        episode_return=ret,
-        success=success,
-        valid_actions=valid,
-        infra_error=infra,
-        actions=actions,
-        screenshots=shots,
-    )
-    return transitions, summary
+        t.episode_return = trace.ret
+    return transitions, trace.summary(job)
 
 
 async def run_episode_group(svc: Services, job: RolloutJob) -> RolloutResult:
