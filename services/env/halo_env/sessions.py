@@ -280,6 +280,7 @@ class SessionManager:
             await self.pool.discard(lease)
             raise
         session.last_obs, session.checkpoint = obs, checkpoint
+        session.last_used_at = time.time()  # idle time starts now, not before a slow reset
         self._sessions[session.id] = session
         metrics.RESETS.labels(kind).inc()
         metrics.SESSIONS.set(len(self._sessions))
