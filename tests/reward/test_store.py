@@ -36,24 +36,32 @@ async def test_a_crashed_scorer_blocks_briefly_then_its_claim_expires(aredis, ke
 
 async def test_parent_and_head(aredis, key_prefix: str) -> None:
     s = store(aredis, key_prefix)
-    first = request(state(), state(), episode_id="ep-b", step=0)
-    assert await s.parent_memory(first) == EpisodeMemory()  # a new episode starts empty
-    token = await s.claim(first)
-    await s.commit(first, token, "fp", RewardBreakdown(transition_id=first.transition_id), EpisodeMemory(steps=7))
-    sibling = request(state(), state(), episode_id="ep-b", step=0)  # another fork of the first state
-    assert await s.parent_memory(sibling) == EpisodeMemory()  # not the memory after its sibling
-    later = request(state(), state(), episode_id="ep-b", step=1)
-    assert (await s.parent_memory(later)).steps == 7  # no parent named: the episode's latest
-    old = request(state(), state(), episode_id="ep-b", step=0)  # a late sibling must not move the head back
-    token = await s.claim(old)
-    await s.commit(old, token, "fp", RewardBreakdown(transition_id=old.transition_id), EpisodeMemory(steps=1))
-    assert (await s.parent_memory(later)).steps == 1  # same step: the latest commit wins
-    newer = request(state(), state(), episode_id="ep-b", step=5)
-    token = await s.claim(newer)
-    await s.commit(newer, token, "fp", RewardBreakdown(transition_id=newer.transition_id), EpisodeMemory(steps=9))
-    token = await s.claim(old2 := request(state(), state(), episode_id="ep-b", step=2))
-    await s.commit(old2, token, "fp", RewardBreakdown(transition_id=old2.transition_id), EpisodeMemory(steps=3))
-    assert (await s.parent_memory(later)).steps == 9  # step 2 arrived late: the head stays at step 5
-    orphan = request(state(), state(), episode_id="ep-b", parent_transition_id="t-nope")
+
+    async def scored(step: int, steps: int, **kw) -> str:
+        req = request(state(), state(), episode_id="ep-b", step=step, **kw)
+        memory, parent = await s.parent_memory(req)
+        token = await s.claim(req)
+        await s.commit(
+            req, token, "fp", RewardBreakdown(transition_id=req.transition_id), EpisodeMemory(steps=steps), parent
+        )
+        return req.transition_id
+
+    async def start(step: int, **kw) -> tuple[int, str | None]:
+        memory, parent = await s.parent_memory(request(state(), state(), episode_id="ep-b", step=step, **kw))
+        return memory.steps, parent
+
+    assert await start(0) == (0, None)  # a new episode starts empty
+    first = await scored(0, steps=7)
+    assert await start(0) == (0, None)  # another fork of the first state: not the memory after its sibling
+    assert await start(1) == (7, first)  # no parent named: the episode's latest
+    second = await scored(1, steps=8)
+    # A sibling of the latest step that names no parent starts where the latest started.
+    assert await start(1) == (7, first)
+    assert await start(2) == (8, second)
+    await scored(1, steps=30)  # a late sibling: the latest commit at the highest step is the head
+    fifth = await scored(5, steps=9)
+    await scored(2, steps=3)  # step 2 arrived late: the head stays at step 5
+    assert await start(6) == (9, fifth)
+    assert await start(3, parent_transition_id=second) == (8, second)  # a named parent wins
     with pytest.raises(StoreConflict, match="unknown parent_transition_id"):
-        await s.parent_memory(orphan)
+        await start(3, parent_transition_id="t-nope")

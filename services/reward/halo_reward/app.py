@@ -77,9 +77,9 @@ async def reward(req: RewardRequest, deps: Deps) -> RewardBreakdown:
         await deps.stats.duplicate(req)
         return stored.breakdown.model_copy(update={"duplicate": True})
     try:
-        memory = await deps.store.parent_memory(req)
+        memory, parent = await deps.store.parent_memory(req)
         out, new_memory = score(req, memory, deps.rules.for_domain(req.domain), deps.opts)
-        await deps.store.commit(req, token, fingerprint, out, new_memory)
+        await deps.store.commit(req, token, fingerprint, out, new_memory, parent)
     except BaseException:
         with contextlib.suppress(aioredis.RedisError):  # the claim lapses by itself otherwise
             await deps.store.release(req, token)

@@ -57,6 +57,7 @@ class Stored:
     breakdown: RewardBreakdown
     memory: EpisodeMemory
     fingerprint: str
+    parent: str | None = None  # the transition whose memory this one started from
 
 
 class EpisodeStore:
@@ -87,6 +88,7 @@ class EpisodeStore:
                     breakdown=RewardBreakdown.model_validate(data["breakdown"]),
                     memory=EpisodeMemory.model_validate(data["memory"]),
                     fingerprint=data["fingerprint"],
+                    parent=data.get("parent"),
                 )
             if time.monotonic() > deadline:
                 raise StoreBusy(f"{what} is still being scored by another worker; retry later")
@@ -107,7 +109,8 @@ class EpisodeStore:
         script = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
         await self.client.eval(script, 1, key, token)
 
-    async def parent_memory(self, req: RewardRequest) -> EpisodeMemory:
+    async def parent_memory(self, req: RewardRequest) -> tuple[EpisodeMemory, str | None]:
+        """The memory this transition starts from, and the transition that left it (None: a fresh one)."""
         if req.parent_transition_id is not None:
             stored = await self._wait_record(
                 self._tkey(req, req.parent_transition_id), f"parent transition {req.parent_transition_id}"
@@ -117,24 +120,34 @@ class EpisodeStore:
                     f"unknown parent_transition_id {req.parent_transition_id!r} in episode {req.episode_id!r} "
                     "(never scored, or expired)"
                 )
-            return stored.memory
+            return stored.memory, req.parent_transition_id
         head = await self.client.get(self._head(req))
         if head is None:
-            return EpisodeMemory()
+            return EpisodeMemory(), None
         head_step, parent_id = (head.decode() if isinstance(head, bytes) else head).split(":", 1)
-        if int(head_step) == req.step:
-            # The latest transition is a sibling: forks of the first state have no parent to
-            # name, and must not inherit each other's memory.
-            return EpisodeMemory()
         stored = await self._wait_record(self._tkey(req, parent_id), f"transition {parent_id}")
-        return stored.memory if stored is not None else EpisodeMemory()
+        if stored is not None and int(head_step) == req.step:
+            # The latest transition is a sibling (a fork of the same state that named no parent,
+            # e.g. of the first state): start from what it started from, never from its result.
+            parent_id = stored.parent
+            stored = (
+                await self._wait_record(self._tkey(req, parent_id), f"transition {parent_id}") if parent_id else None
+            )
+        return (stored.memory, parent_id) if stored is not None else (EpisodeMemory(), None)
 
     async def commit(
-        self, req: RewardRequest, token: str, fingerprint: str, breakdown: RewardBreakdown, memory: EpisodeMemory
+        self,
+        req: RewardRequest,
+        token: str,
+        fingerprint: str,
+        breakdown: RewardBreakdown,
+        memory: EpisodeMemory,
+        parent: str | None = None,
     ) -> None:
         record = json.dumps(
             {
                 "fingerprint": fingerprint,
+                "parent": parent,
                 "breakdown": breakdown.model_dump(mode="json"),
                 "memory": memory.model_dump(mode="json"),
             }
