@@ -218,16 +218,16 @@ class RunLoop:
         return metrics
 
     def _learn(self, transitions: list[Transition], adv: list[float]) -> dict[str, float]:
+        batch = learner_batch(
+            transitions,
+            adv,
+            self.processor,
+            self.store,
+            history_limit=self.policy.history_limit,
+            use_behaviour_logprobs=self.cfg.use_behaviour_logprobs,
+        )
         metrics: dict[str, float] = {}
         for _ in range(self.cfg.epochs_per_batch):
-            batch = learner_batch(
-                transitions,
-                adv,
-                self.processor,
-                self.store,
-                history_limit=self.policy.history_limit,
-                use_behaviour_logprobs=self.cfg.use_behaviour_logprobs,
-            )
             metrics = self.learner.update(batch)
         return metrics
 
@@ -329,10 +329,14 @@ class RunLoop:
     # -- durability -------------------------------------------------------------------------------
     async def _checkpoint(self) -> None:
         """Commit weights + counters, then acknowledge the results they include (in that order)."""
-        extra = asdict(self.c) | {"buffered_entries": [d.entry_id for d in self.buffer]}
+        extra = asdict(self.c)  # results buffered but not yet used stay unacknowledged: replayed on resume
         await asyncio.to_thread(
             self.checkpoints.save, self.learner, config=self.cfg.model_dump(mode="json"), extra=extra
         )
+        await self._ack_pending()
+
+    async def _ack_pending(self) -> None:
+        """Acknowledge the results used since the last checkpoint and record their job ids, atomically."""
         if self.c.pending_entries:
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.xack(self.results.stream, self.results.group, *self.c.pending_entries)
@@ -343,16 +347,8 @@ class RunLoop:
     async def _restore(self) -> None:
         checkpoint = await asyncio.to_thread(self.checkpoints.resume, self.learner)
         if checkpoint is not None:
-            extra = dict(checkpoint.extra)
-            extra.pop("buffered_entries", None)
-            self.c = Counters(**extra)
-        if self.c.pending_entries:
-            # The checkpoint was committed but the acknowledgement did not happen: do it now.
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.xack(self.results.stream, self.results.group, *self.c.pending_entries)
-                pipe.sadd(keys.used_jobs(self.cfg.run_id), *self.c.pending_jobs)
-                await pipe.execute()
-            self.c.pending_entries, self.c.pending_jobs = [], []
+            self.c = Counters(**checkpoint.extra)
+        await self._ack_pending()  # the checkpoint was committed, its acknowledgement may not have been
         # Results delivered to the dead learner but not acknowledged come back, before new ones
         # (also when it died before its first checkpoint: their jobs are done and will not rerun).
         for d in await self.results.pending("learner"):
