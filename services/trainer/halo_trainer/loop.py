@@ -89,11 +89,13 @@ class RunLoop:
         self.evals: dict[str, RolloutResult] = {}
         self.latest: dict[str, float] = {}
         self.started = time.monotonic()
+        self.stop = asyncio.Event()
         self.nonce = secrets.token_hex(3)
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
         """Train until the episode budget is spent ("finished") or ``stop`` is set ("stopped")."""
+        self.stop = stop
         await self._restore()
         await self._serve(self.c.version)
         if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
@@ -298,7 +300,8 @@ class RunLoop:
             await self.jobs.publish(job, dedup_id=job.job_id)
         wanted = {j.job_id for j in jobs}
         deadline = time.monotonic() + JOB_TIMEOUT_S
-        while not wanted <= set(self.evals) and time.monotonic() < deadline:
+        # Workers drop a stopped run's jobs, so a stop ends the wait too.
+        while not wanted <= set(self.evals) and time.monotonic() < deadline and not self.stop.is_set():
             for d in await self.results.consume("learner", count=16, block_ms=1000):
                 await self._route(d)
         episodes = [e for j in wanted if j in self.evals for e in self.evals[j].episodes]

@@ -108,6 +108,10 @@ class RunManager:
     async def resume_interrupted(self) -> None:
         for status in await self.registry.all():
             if status.state in (RunState.RUNNING, RunState.PENDING, RunState.STOPPING) and not self.busy():
+                if await self.redis.sismember(keys.STOPPED_RUNS, status.run_id):
+                    status.state = RunState.STOPPED  # asked to stop before the trainer went down
+                    await self.registry.save(status)
+                    continue
                 cfg_path = Path(status.run_dir or "") / "config.json"
                 if not cfg_path.exists():
                     status.state, status.error = RunState.FAILED, "interrupted before its config was written"
