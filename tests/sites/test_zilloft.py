@@ -7,16 +7,13 @@ replayed through the environment service by the shared ``test_replay.py``.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
-
 import pytest
 
 from halo_sites.tasks import evaluate, get_task, load_tasks
-from tests.sites.conftest import CHROMIUM, CHROMIUM_ARGS
-
-VIEWPORT = {"width": 1280, "height": 720}
-
+from tests.sites.conftest import VIEWPORT, open_site
+from tests.sites.conftest import click as _click
+from tests.sites.conftest import site_state as _state
+from tests.sites.conftest import type_into as _type
 
 # ---- hand-made /finish states ---------------------------------------------------------------------
 
@@ -133,46 +130,8 @@ def test_retrieval_answers() -> None:
 # ---- the site in real Chromium ---------------------------------------------------------------------
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator:
-    """Chromium as the environment service launches it: without partial raster, repaints of the same
-    page are pixel-identical, which the fork tests compare."""
-    if not shutil.which(CHROMIUM):
-        pytest.skip("Chromium is not installed")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as pw:
-        b = await pw.chromium.launch(
-            executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, "--disable-partial-raster", "--force-color-profile=srgb"]
-        )
-        yield b
-        await b.close()
-
-
 async def _reset(browser, sites_url: str, task_id: str | None = None, seed: int = 0):
-    context = await browser.new_context(viewport=VIEWPORT)
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    query = f"?seed={seed}" + (f"&task_id={task_id}" if task_id else "")
-    await page.goto(f"{sites_url}/zilloft/config{query}")
-    await page.wait_for_url(f"{sites_url}/zilloft/**")
-    await page.wait_for_load_state("load")
-    page.errors = errors  # type: ignore[attr-defined]
-    return context, page
-
-
-async def _click(page, halo_id: str) -> None:
-    await page.locator(f'[data-halo-id="{halo_id}"]').click()
-
-
-async def _type(page, halo_id: str, text: str) -> None:
-    await _click(page, halo_id)
-    await page.keyboard.type(text)
-
-
-async def _state(page) -> dict:
-    return await page.evaluate("window.__HALO__.finish()")
+    return await open_site(browser, sites_url, "zilloft", task_id, seed)
 
 
 async def _search(page, text: str) -> None:
