@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 
+import httpx
 import pytest
 import redis
 import redis.asyncio as aioredis
@@ -44,3 +48,20 @@ async def aredis(redis_url: str):
     client = aioredis.from_url(redis_url)
     yield client
     await client.aclose()
+
+
+def start_service(module: str, env: dict[str, str], ready_url: str, timeout_s: float = 120) -> subprocess.Popen:
+    """``python -m <module>`` with ``env`` added, once ``ready_url`` answers 200 (killed on timeout)."""
+    proc = subprocess.Popen([sys.executable, "-m", module], env={**os.environ, **env})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{module} exited with {proc.returncode}")
+        try:
+            if httpx.get(ready_url, timeout=5).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError(f"{module} not ready after {timeout_s} s")

@@ -72,9 +72,7 @@ def test_short_run_advances_the_adapter_in_vllm_and_writes_metrics(stack):
 
 def test_trainer_killed_mid_run_resumes_without_losing_or_double_counting(stack):
     with stack.api() as api:
-        run_id = api.post("/runs", json={**SHORT_RUN, "episodes": 16, "name": "resume"}).json()[
-            "run_id"
-        ]
+        run_id = api.post("/runs", json={**SHORT_RUN, "episodes": 16, "name": "resume"}).json()["run_id"]
     stack.wait_run(run_id, {"running"}, at_least_updates=1)
     os.killpg(stack.pid("trainer"), signal.SIGKILL)
     with pytest.raises(httpx.HTTPError):

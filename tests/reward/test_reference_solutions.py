@@ -15,8 +15,6 @@ import importlib.util
 import re
 import shutil
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +23,7 @@ import httpx
 import pytest
 
 from halo.schemas import Action, Observation, RewardBreakdown, RewardRequest, StateSummary
-from tests.conftest import REDIS_URL, free_port
+from tests.conftest import REDIS_URL, free_port, start_service
 from tests.reward.conftest import drop_prefix, start_reward_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -53,24 +51,6 @@ def _solved_tasks() -> list[str]:
     return [t.id for t in load_tasks() if (SOLUTIONS_DIR / f"{t.id}.json").exists()]
 
 
-def _start(module: str, env: dict[str, str], ready_url: str, timeout_s: float = 90) -> subprocess.Popen:
-    import os
-
-    proc = subprocess.Popen([sys.executable, "-m", module], env={**os.environ, **env})
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{module} exited with {proc.returncode}")
-        try:
-            if httpx.get(ready_url, timeout=5).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"{module} not ready after {timeout_s} s")
-
-
 @dataclass
 class Stack:
     env: httpx.Client
@@ -87,9 +67,11 @@ def stack() -> Iterator[Stack]:
     try:
         sites_port, env_port = free_port(), free_port()
         sites_url, env_url = f"http://127.0.0.1:{sites_port}", f"http://127.0.0.1:{env_port}"
-        procs.append(_start("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready"))
+        procs.append(
+            start_service("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready", timeout_s=90)
+        )
         env_vars = {"HALO_ENV_PORT": str(env_port), "HALO_ENV_SITES_URL": sites_url, "HALO_REDIS_URL": REDIS_URL}
-        procs.append(_start("halo_env", env_vars, f"{env_url}/ready", timeout_s=120))
+        procs.append(start_service("halo_env", env_vars, f"{env_url}/ready", timeout_s=120))
         rewards = {}
         for mode in MODES:
             proc, base = start_reward_service(f"{prefix}{mode}:", HALO_REWARD_SHAPING=mode)

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,28 +20,12 @@ import pytest
 
 from halo.schemas import Action
 from halo_sites.tasks import load_solution, load_tasks
-from tests.conftest import REDIS_URL, free_port
+from tests.conftest import REDIS_URL, free_port, start_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 TASK_IDS = [t.id for t in load_tasks()]
-
-
-def _start(module: str, env: dict[str, str], ready_url: str, timeout_s: float = 120) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", module], env={**os.environ, **env})
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{module} exited with {proc.returncode}")
-        try:
-            if httpx.get(ready_url, timeout=5).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"{module} not ready after {timeout_s} s")
 
 
 @pytest.fixture(scope="module")
@@ -58,14 +39,14 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     try:
         sites_port, env_port = free_port(), free_port()
         sites_url, env_url = f"http://127.0.0.1:{sites_port}", f"http://127.0.0.1:{env_port}"
-        procs.append(_start("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready"))
+        procs.append(start_service("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready"))
         env_vars = {
             "HALO_ENV_PORT": str(env_port),
             "HALO_ENV_SITES_URL": sites_url,
             "HALO_REDIS_URL": REDIS_URL,
             "HALO_DATA_DIR": str(data_dir),
         }
-        procs.append(_start("halo_env", env_vars, f"{env_url}/ready"))
+        procs.append(start_service("halo_env", env_vars, f"{env_url}/ready"))
         client = httpx.Client(base_url=env_url, timeout=120)
         if client.post("/sessions", json={}).status_code in (404, 405):
             pytest.skip("the environment service has no sessions API yet")
