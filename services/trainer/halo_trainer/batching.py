@@ -10,9 +10,13 @@ import torch
 
 from halo.schemas import GroupMode, Transition
 from halo.screenshots import ScreenshotStore
-from halo_policy.logprobs import SampleRecord, build_batch
+from halo_policy.logprobs import SampleRecord, build_batch, grammar_masks
 from halo_trainer.learner import LearnerBatch
 from halo_trainer.objective import group_advantages
+
+# The tokens that end a completion in vLLM (the tiny model's and Qwen3-VL's generation config):
+# the grammar's end, as vLLM's structured-output backend is told.
+STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 
 
 @dataclass
@@ -76,8 +80,16 @@ def learner_batch(
     *,
     history_limit: int,
     use_behaviour_logprobs: bool,
+    grammar: str | None = None,
+    vocab_size: int | None = None,
 ) -> LearnerBatch:
-    """Rebuild each prompt exactly as vLLM saw it (``PromptMismatch`` otherwise) and batch them."""
+    """Rebuild each prompt exactly as vLLM saw it (``PromptMismatch`` otherwise) and batch them.
+
+    ``grammar``: the structured-output regex vLLM sampled under (``halo.prompts.tool_call_regex``
+    when the policy client sends one). Its per-token allowed masks are replayed so that the learner's
+    log-probs are over the same renormalised distribution vLLM's behaviour log-probs are: tokens the
+    grammar forced then carry no gradient, and the importance ratio is exact.
+    """
     records = [
         SampleRecord(
             goal=t.prompt.goal,
@@ -94,6 +106,21 @@ def learner_batch(
         behaviour = torch.zeros(inputs.completion_mask.shape, dtype=torch.float32)
         for i, t in enumerate(transitions):
             behaviour[i, : len(t.behaviour_logprobs)] = torch.tensor(t.behaviour_logprobs, dtype=torch.float32)
+    allowed = None
+    if grammar is not None:
+        if vocab_size is None:
+            raise ValueError("a grammar needs the model's vocab_size")
+        tokenizer = processor.tokenizer
+        allowed = grammar_masks(
+            tokenizer,
+            grammar,
+            [t.completion_token_ids for t in transitions],
+            vocab_size,
+            stop_token_ids=[tokenizer.convert_tokens_to_ids(s) for s in STOP_TOKENS],
+        )
     return LearnerBatch(
-        inputs=inputs, advantages=torch.tensor(list(advantage), dtype=torch.float32), behaviour_logprobs=behaviour
+        inputs=inputs,
+        advantages=torch.tensor(list(advantage), dtype=torch.float32),
+        behaviour_logprobs=behaviour,
+        allowed=allowed,
     )

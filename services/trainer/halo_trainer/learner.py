@@ -263,6 +263,11 @@ class Learner:
         return cls(model, config, logprob_fn=logprob_fn)
 
     @property
+    def vocab_size(self) -> int:
+        """Rows of ``lm_head``: the width of structured-output masks."""
+        return int(self.model.get_base_model().config.text_config.vocab_size)
+
+    @property
     def device(self) -> torch.device:
         return self.params[0].device
 

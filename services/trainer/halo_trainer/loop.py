@@ -31,6 +31,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyTimeout, PolicyUnavailable
+from halo.prompts import tool_call_regex
 from halo.queue import Delivery
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
@@ -91,6 +92,10 @@ class RunLoop:
         self.started = time.monotonic()
         self.stop = asyncio.Event()
         self.nonce = secrets.token_hex(3)
+        if policy.structured_outputs == "json":
+            # The learner replays regex grammars only; under an unreplayed JSON grammar its
+            # log-probs would be over another distribution than the one vLLM sampled from.
+            raise ValueError("structured_outputs=json cannot be replayed by the learner: use regex or off")
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -227,6 +232,8 @@ class RunLoop:
             self.store,
             history_limit=self.policy.history_limit,
             use_behaviour_logprobs=self.cfg.use_behaviour_logprobs,
+            grammar=tool_call_regex() if self.policy.structured_outputs == "regex" else None,
+            vocab_size=self.learner.vocab_size,
         )
         metrics: dict[str, float] = {}
         for _ in range(self.cfg.epochs_per_batch):

@@ -125,15 +125,22 @@
 
   /* Dense shaping for the click family, opt-in per task (the `near_target` milestone): a click
    * that lands within `near_radius` page pixels of the target's centre before the one submission.
+   * A list of radii grades it: the outermost ring marks `near_target`, each inner ring r marks
+   * `near_target_<r>` too, so a closer miss earns more than a far one (each flag pays once per
+   * episode). A random clicker lands in a single 250 px ring about 5 % of the time, too rarely to
+   * steer a policy; rings out to 600 px tell most clicks which way is closer.
    * Capture phase, so it is seen before a button click locks the form. */
   document.addEventListener("click", function (e) {
     const cfg = config();
     if (cfg.family !== "click" || !wants("near_target") || HALO.state().submission !== null) return;
     const label = cfg.target || (cfg.buttons || ["Submit"])[0];
     const target = placements(cfg, HALO.meta().seed || 0).filter(function (p) { return p.label === label; })[0];
-    if (target && Math.hypot(e.clientX - target.at[0], e.clientY - target.at[1]) <= (cfg.near_radius || 250)) {
-      mark("near_target");
-    }
+    if (!target) return;
+    const distance = Math.hypot(e.clientX - target.at[0], e.clientY - target.at[1]);
+    const radii = [].concat(cfg.near_radius || 250).sort(function (a, b) { return b - a; });
+    radii.forEach(function (r, i) {
+      if (distance <= r) HALO.milestone(i === 0 ? "near_target" : "near_target_" + r);
+    });
   }, true);
 
   document.addEventListener("click", function (e) {
