@@ -194,3 +194,22 @@ async def test_playground_is_one_shot(browser, sites_url: str) -> None:
     assert state["initialfinaldiff"]["updated"]["submission"]["button"] == "Cancel"
     assert state["progress"] == {"submitted": True}
     await context.close()
+
+
+async def test_playground_near_target_rings_grade_a_miss_by_its_distance(browser, sites_url: str) -> None:
+    """local.playground-1's Submit button is centred at (640, 405); rings of 600/400/250/120 px."""
+    expected = {
+        (1270, 710): {},  # 707 px away: outside every ring
+        (1100, 405): {"near_target": True},  # 460 px
+        (640, 90): {"near_target": True, "near_target_400": True},  # 315 px
+        (480, 300): {"near_target": True, "near_target_400": True, "near_target_250": True},  # 191 px
+        (640, 520): {f"near_target{s}": True for s in ("", "_400", "_250", "_120")},  # 115 px, below the button
+    }
+    for (x, y), flags in expected.items():
+        context, page = await _reset(browser, sites_url, "playground", "local.playground-1")
+        await page.mouse.click(x, y)
+        assert (await page.evaluate("window.__HALO__.finish()"))["progress"] == flags, (x, y)
+        await page.mouse.click(640, 405)  # a hit after a miss: the closest rings, then the submission
+        progress = (await page.evaluate("window.__HALO__.finish()"))["progress"]
+        assert progress == {f"near_target{s}": True for s in ("", "_400", "_250", "_120")} | {"submitted": True}
+        await context.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
+from halo.actions import format_tool_call
 from halo.schemas import (
     EpisodeSummary,
     GroupMode,
@@ -67,6 +69,7 @@ def test_episode_advantages_credit_every_step_with_its_episode_return():
 def test_rollout_metrics_follow_the_seeds_table():
     same = [tr("a", "e", 0.1, i=i) for i in range(4)]
     spread = [tr("b", "e", r, i=10 + i) for i, r in enumerate([0.0, 10.0])]
+    spread[1] = spread[1].model_copy(update={"task_success": True})
     result = RolloutResult(
         job_id="j",
         run_id="r",
@@ -91,6 +94,7 @@ def test_rollout_metrics_follow_the_seeds_table():
     assert m["rollout/frac_reward_zero_std"] == 0.5
     assert m["rollout/reward_std"] == pytest.approx(2.5)
     assert m["rollout/success_rate"] == 1.0 and m["rollout/episode_length"] == 2.0
+    assert m["rollout/sample_success_rate"] == pytest.approx(1 / 6)  # one of the six sampled actions
     assert m["rollout/action_validity"] == 0.0  # these hand-made transitions carry no action
 
 
@@ -99,3 +103,64 @@ def test_wilson_interval():
     assert low == 0.0 and 0.25 < high < 0.35
     low, high = wilson_interval(10, 10)
     assert high == 1.0 and 0.65 < low < 0.75
+
+
+def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tmp_path):
+    """Under structured outputs vLLM's log-probs are over the grammar's allowed tokens; the batch
+    carries the same per-token masks, so the learner's log-prob of a forced token is exactly 0."""
+    from pathlib import Path
+
+    from halo.prompts import tool_call_regex
+    from halo.schemas import Action
+    from halo.screenshots import ScreenshotStore
+    from halo.settings.trainer import LearnerConfig
+    from halo_policy.logprobs import load_processor, prompt_inputs
+    from halo_policy.tiny_model import build_tiny_model
+    from halo_trainer.batching import learner_batch
+    from halo_trainer.learner import Learner
+
+    model_dir = build_tiny_model()
+    processor = load_processor(model_dir)
+    tokenizer = processor.tokenizer
+    png = (Path(__file__).resolve().parents[2] / "docs/img/sites/playground-click-fixed.png").read_bytes()
+    store = ScreenshotStore(tmp_path)
+    sha = store.put(png)
+    prompt_ids = prompt_inputs(processor, "Click the Submit button.", [], [png])["input_ids"][0].tolist()
+    answers = [Action(action="left_click", coordinate=(512, 348)), Action(action="scroll", pixels=-30)]
+    completions = [
+        tokenizer.encode(format_tool_call(a), add_special_tokens=False)
+        + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        for a in answers
+    ]
+    transitions = [
+        tr("g", "e", float(i), i=i).model_copy(
+            update={
+                "prompt": PromptRecord(
+                    goal="Click the Submit button.", screenshot_sha256=sha, prompt_token_ids=prompt_ids
+                ),
+                "completion_token_ids": ids,
+                "behaviour_logprobs": [-0.5] * len(ids),
+            }
+        )
+        for i, ids in enumerate(completions)
+    ]
+    learner = Learner.from_pretrained(model_dir, LearnerConfig(lora_r=4, lora_alpha=8))
+    kw = {"history_limit": 8, "use_behaviour_logprobs": True}
+    batch = learner_batch(
+        transitions, [1.0, -1.0], processor, store, grammar=tool_call_regex(), vocab_size=learner.vocab_size, **kw
+    )
+    assert batch.allowed is not None and batch.allowed.shape[:2] == batch.inputs.completion_ids.shape
+    assert batch.behaviour_logprobs is not None and batch.behaviour_logprobs[0, 0] == -0.5
+    choices = batch.allowed.sum(-1)  # allowed tokens at each completion position
+    for row, ids in enumerate(completions):
+        on = batch.allowed[row, torch.arange(len(ids)), torch.tensor(ids)]
+        assert bool(on.all()), "every sampled token is allowed by the replayed grammar"
+        assert choices[row, : len(ids)].min() == 1 and choices[row, : len(ids)].max() > 1
+    logp = learner.logprobs(batch)
+    forced = (choices == 1) & batch.inputs.completion_mask
+    assert torch.all(logp[forced] == 0.0)  # log 1: a forced token has no gradient to give
+    assert torch.all(logp[(choices > 1) & batch.inputs.completion_mask] < 0.0)
+    unmasked = learner_batch(transitions, [1.0, -1.0], processor, store, **kw)
+    assert unmasked.allowed is None and torch.all(learner.logprobs(unmasked)[forced] < -1.0)
+    with pytest.raises(ValueError, match="vocab_size"):
+        learner_batch(transitions, [1.0, -1.0], processor, store, grammar=tool_call_regex(), **kw)

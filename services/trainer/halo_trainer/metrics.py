@@ -61,6 +61,11 @@ def rollout_metrics(results: Sequence[RolloutResult], selection: Selection, vers
         else nan,
         "rollout/episode_length": statistics.fmean(e.steps for e in episodes) if episodes else nan,
         "rollout/success_rate": sum(judged) / len(judged) if judged else nan,
+        # Every sampled action that completed the task, kept branch or not (in step groups the
+        # kept branch is one of N, so this is the finer-grained view of the sampling policy).
+        "rollout/sample_success_rate": sum(t.task_success is True for t in transitions) / len(transitions)
+        if transitions
+        else nan,
         "rollout/mean_return": statistics.fmean(e.episode_return for e in episodes) if episodes else nan,
         "rollout/staleness": statistics.fmean(version - t.policy_version for t in transitions) if transitions else nan,
         "rollout/transitions": float(len(transitions)),

@@ -40,7 +40,10 @@ def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None
     if train:
         x = [m["update"] for m in train]
         ax2.plot(x, [m.get("rollout/mean_reward") for m in train], label="mean step reward")
-        ax2.plot(x, [m.get("rollout/success_rate") for m in train], label="train success (sampled)")
+        ax2.plot(x, [m.get("rollout/success_rate") for m in train], label="train episodes' success")
+        if any("rollout/sample_success_rate" in m for m in train):
+            sampled = [m.get("rollout/sample_success_rate", float("nan")) for m in train]
+            ax2.plot(x, sampled, label="successful sampled actions")
         ax2.set_xlabel("learner updates")
         ax2.set_title("rollouts")
         ax2.legend()
