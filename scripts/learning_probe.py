@@ -1,19 +1,26 @@
-"""The learner and vLLM alone, on one fixed screenshot: does GRPO concentrate the clicks on a target?
+"""The learner and vLLM alone, on a Playground click task's screenshots: does GRPO learn where to click?
 
-A diagnostic for the learning plumbing without the browser, env and reward services (which cost
-~1 s of CPU per sampled action on a 2-core machine): the real vLLM server samples groups of
-actions under the real grammar, the real learner takes a `dr_grpo` step on them with the replayed
-grammar masks, the new adapter is saved and hot-loaded into vLLM under a new name, and the greedy
-answer is checked after every update. Rewards follow local.playground-1's shaping (valid 0.1,
-novelty 0.2 and 0.3 per near-target ring reached, success 10 plus the submission milestone 0.3),
-computed here from the click's geometry instead of the page, so a run takes ~5 s per update.
+A diagnostic for the learning plumbing without the env and reward services (which cost ~1 s of
+CPU per sampled action on a 2-core machine): the real vLLM server samples groups of actions under
+the real grammar, the real learner takes a `dr_grpo` step on them with the replayed grammar masks,
+the new adapter is saved and hot-loaded into vLLM under a new name, and the greedy answer on every
+layout is checked after every update. The task's layouts (one per seed, `slots[seed % len(slots)]`)
+are screenshotted once from the clone server in real Chromium; rewards follow the reward service's
+shaping for a first click (valid 0.1, new state 0.2, 0.3 per near-target ring reached, success 10
+plus the submission milestone 0.3), computed here from the click's geometry instead of the page,
+so an update takes ~10 s instead of a minute.
 
-Use it to choose learner hyper-parameters or to check a model change before a full run:
+Group j of update k is sampled on layout (k * groups + j) mod L, so every layout is trained on.
+With one layout (local.playground-1) it shows the plumbing; with several (local.playground-2: 4)
+it asks whether the policy can learn to read the target's position from the screenshot, apart
+from how fast the browser can roll out episodes.
 
-    .venv/bin/halo stack up -s policy           # or any vLLM serving the tiny model
-    .venv/bin/python scripts/learning_probe.py --updates 25
+    .venv/bin/halo stack up -s sites -s policy
+    .venv/bin/python scripts/learning_probe.py --task local.playground-2 --updates 100 --out var/probe/moving.jsonl
 
-It prints one JSON line per update: the greedy action, whether it hits, and the sampled hit rate.
+It prints (and appends to --out) one JSON line per update: the greedy action per layout, how many
+layouts it solves, the sampled hit rate, and `image_tv`, how far the screenshot moves the policy's
+next-token distributions (see `image_sensitivity`).
 """
 
 from __future__ import annotations
@@ -26,31 +33,35 @@ import time
 from pathlib import Path
 
 import torch
+from playwright.async_api import async_playwright
 
 from halo.policy_client import Candidate, PolicyClient
 from halo.prompts import tool_call_regex
-from halo.schemas import Viewport
+from halo.schemas import Task, Viewport
 from halo.settings import REPO_ROOT
+from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
 from halo.settings.trainer import LearnerConfig
+from halo_env.backends.local import LocalCloneBackend
 from halo_policy.logprobs import SampleRecord, build_batch, grammar_masks, load_processor
 from halo_policy.server import resolve_model
+from halo_sites.tasks import get_task
 from halo_trainer.batching import STOP_TOKENS
-from halo_trainer.learner import Learner, LearnerBatch
+from halo_trainer.learner import Learner, LearnerBatch, _lm_head
 from halo_trainer.objective import group_advantages
 
-TASK = REPO_ROOT / "services/sites/halo_sites/sites/playground/tasks/playground-1.json"
-SCREENSHOT = REPO_ROOT / "docs/img/sites/playground-click-fixed.png"  # local.playground-1, seed 0
-BUTTON = (260, 110)  # the `large` Playground button, px (style.css)
+BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
 CLICKS = ("left_click", "double_click", "triple_click")
 VIEWPORT = Viewport()
 
 
-def make_reward(task: dict):
-    """local.playground-1's step reward for a sampled action, from the click's geometry."""
-    cfg = task["config"]
-    (cx, cy) = cfg["slots"][0]
-    radii = [float(r) for r in ([cfg["near_radius"]] if isinstance(cfg["near_radius"], int) else cfg["near_radius"])]
+def make_reward(config: dict, layout: int):
+    """The reward service's step reward for a first click on ``layout``, from the click's geometry."""
+    (cx, cy) = config["slots"][layout % len(config["slots"])]
+    width, height = BUTTON_SIZES[config.get("size", "large")]
+    radii = [
+        float(r) for r in ([config["near_radius"]] if isinstance(config["near_radius"], int) else config["near_radius"])
+    ]
 
     def reward(c: Candidate) -> float:
         a = c.action
@@ -60,10 +71,54 @@ def make_reward(task: dict):
             return 0.1
         x, y = a.coordinate[0] * VIEWPORT.width / 1000, a.coordinate[1] * VIEWPORT.height / 1000
         rings = sum(math.hypot(x - cx, y - cy) <= r for r in radii)
-        hit = abs(x - cx) <= BUTTON[0] / 2 and abs(y - cy) <= BUTTON[1] / 2
-        return 0.1 + (0.2 if rings or hit else 0.0) + 0.3 * rings + (10.3 if hit else 0.0)
+        hit = abs(x - cx) <= width / 2 and abs(y - cy) <= height / 2
+        # a click ends the episode and changes the page (novelty), rings pay 0.3 each, a hit 10 + 0.3
+        return 0.1 + 0.2 + 0.3 * rings + (10.3 if hit else 0.0)
 
     return reward
+
+
+async def screenshots(task: Task, layouts: int) -> list[bytes]:
+    """One screenshot per layout (seed 0..layouts-1), reset as the env service does: real Chromium."""
+    env = EnvSettings()
+    backend = LocalCloneBackend(env.sites_url)
+    shots = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=env.chromium_path or None, args=list(env.chromium_args))
+        for seed in range(layouts):
+            page = await browser.new_page(viewport={"width": VIEWPORT.width, "height": VIEWPORT.height})
+            await backend.setup(page, task, "probe", seed)
+            shots.append(await page.screenshot(type="png", caret="hide"))
+            await page.close()
+        await browser.close()
+    return shots
+
+
+def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed) -> float:
+    """How much the screenshot moves the policy: the largest total-variation distance between the
+    layouts' next-token distributions (under the grammar), averaged over the completion's decisions.
+
+    The same completion is scored after every layout's screenshot; positions the grammar forces
+    (one allowed token) are skipped. 0 means the policy cannot tell the layouts apart at all;
+    a policy that reads the target's position needs distances near 1 at the coordinate digits.
+    """
+    if len(shots) < 2:
+        return float("nan")
+    inputs = build_batch(processor, [SampleRecord(goal, [], [png], completion, None) for png in shots])
+    mask = allowed.expand(len(shots), -1, -1)
+    captured: list[torch.Tensor] = []
+    hook = _lm_head(learner.model).register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
+    try:
+        learner.logprobs(LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
+    finally:
+        hook.remove()
+    logits = captured[0].float().masked_fill(~mask[..., : captured[0].shape[-1]].to(captured[0].device), float("-inf"))
+    probs = torch.softmax(logits, dim=-1)  # [layouts, C, V]
+    decisions = mask[0].sum(-1) > 1  # [C]
+    tv = torch.stack(
+        [0.5 * (probs[i] - probs[j]).abs().sum(-1) for i in range(len(shots)) for j in range(i + 1, len(shots))]
+    )  # [pairs, C]
+    return float(tv.max(0).values[decisions[: tv.shape[1]]].mean())
 
 
 async def main() -> None:
@@ -78,14 +133,25 @@ async def main() -> None:
     p.add_argument("--lora-alpha", type=float, default=16)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--no-mask", action="store_true", help="do not replay the grammar (the old behaviour)")
-    p.add_argument("--out", default=str(REPO_ROOT / "var/probe"), help="where adapters are written")
+    p.add_argument("--task", default="local.playground-1", help="a Playground click task")
+    p.add_argument("--adapters", default=str(REPO_ROOT / "var/probe"), help="where adapters are written")
+    p.add_argument("--out", default=None, help="also append the JSON lines to this file")
     args = p.parse_args()
 
     settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
     model = args.model or resolve_model(settings)
-    reward = make_reward(json.loads(TASK.read_text()))
-    goal = json.loads(TASK.read_text())["goal"]
-    png = SCREENSHOT.read_bytes()
+    try:
+        task = get_task(args.task)
+    except KeyError:
+        raise SystemExit(
+            f"unknown task {args.task!r}: give a Playground click task such as local.playground-2"
+        ) from None
+    if task.config.get("family") != "click" or len(task.config.get("buttons", [])) != 1:
+        raise SystemExit(f"{args.task} is not a one-button Playground click task")
+    layouts = len(task.config["slots"])
+    rewards_of = [make_reward(task.config, k) for k in range(layouts)]
+    shots = await screenshots(task, layouts)
+    goal = task.goal
     processor = load_processor(model)
     max_tokens = 128
     learner = Learner.from_pretrained(
@@ -97,41 +163,57 @@ async def main() -> None:
     stops = [processor.tokenizer.convert_tokens_to_ids(t) for t in STOP_TOKENS]
     name, started = None, time.time()
     prefix = f"probe{int(started) % 100_000}"
+    out = Path(args.out) if args.out else None
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
     async with PolicyClient.from_settings(settings, structured_outputs="regex", max_tokens=max_tokens) as client:
         for k in range(args.updates + 1):
-            greedy, _ = await client.sample_single(png, goal, [], model=name)
+            greedy = [(await client.sample_single(png, goal, [], model=name))[0] for png in shots]
+            first = greedy[0].token_ids
+            sensitivity = image_sensitivity(
+                learner,
+                processor,
+                shots,
+                goal,
+                first,
+                grammar_masks(processor.tokenizer, tool_call_regex(), [first], learner.vocab_size, stops),
+            )
+            groups = [(k * args.groups + j) % layouts for j in range(args.groups)]
             results = [
                 await client.sample_actions(
-                    png,
+                    shots[layout],
                     goal,
                     [],
                     n=args.num_generations,
                     temperature=args.temperature,
                     seed=k * 100_000 + j * 1000,
                     model=name,
-                )  # fmt: skip
-                for j in range(args.groups)
+                )
+                for j, layout in enumerate(groups)
             ]
-            rewards = [[reward(c) for c in r.candidates] for r in results]
+            rewards = [[rewards_of[layout](c) for c in r.candidates] for layout, r in zip(groups, results, strict=True)]
             flat = [x for group in rewards for x in group]
-            print(
-                json.dumps(
-                    {
-                        "update": k,
-                        "seconds": round(time.time() - started, 1),
-                        "greedy": greedy.action.short() if greedy.action else greedy.text[:60],
-                        "greedy_hit": reward(greedy) > 5,
-                        "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
-                        "mean_reward": round(sum(flat) / len(flat), 3),
-                    }
-                ),
-                flush=True,
-            )
+            line = {
+                "update": k,
+                "seconds": round(time.time() - started, 1),
+                "greedy": [g.action.short() if g.action else g.text[:60] for g in greedy],
+                "greedy_layouts_solved": sum(rewards_of[i](g) > 5 for i, g in enumerate(greedy)),
+                "layouts": layouts,
+                "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
+                "mean_reward": round(sum(flat) / len(flat), 3),
+                "image_tv": round(sensitivity, 4),
+            }
+            print(json.dumps(line), flush=True)
+            if out:
+                with out.open("a") as fh:
+                    fh.write(json.dumps({"task": args.task, "lr": args.lr, **line}) + "\n")
             if k == args.updates:
                 break
             candidates = [c for r in results for c in r.candidates]
             records = [
-                SampleRecord(goal, [], [png], c.token_ids, r.prompt_token_ids) for r in results for c in r.candidates
+                SampleRecord(goal, [], [shots[layout]], c.token_ids, r.prompt_token_ids)
+                for layout, r in zip(groups, results, strict=True)
+                for c in r.candidates
             ]
             behaviour = torch.zeros(len(candidates), max(len(c.token_ids) for c in candidates))
             for i, c in enumerate(candidates):
@@ -149,7 +231,7 @@ async def main() -> None:
                     allowed=allowed,
                 )
             )
-            path = Path(args.out) / prefix / f"v{k + 1}"
+            path = Path(args.adapters) / prefix / f"v{k + 1}"
             learner.save_adapter(path)
             name = f"{prefix}-v{k + 1}"
             await client.publish_adapter(name, str(path.resolve()))

@@ -79,7 +79,7 @@ class FixtureBackend(TaskBackend):
     def site_url(self, task: Task) -> str:
         return f"{self.url}/"
 
-    async def setup(self, page: Page, task: Task, run_id: str) -> None:
+    async def setup(self, page: Page, task: Task, run_id: str, seed: int = 0) -> None:
         await page.goto(f"{self.url}{task.website.url}", wait_until="load")
 
     async def validate(self, task: Task, finish_state: dict | None, answer: str | None) -> ValidationResult:

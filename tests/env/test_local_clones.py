@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.env.fixtures import EnvServer, ThreadServer, client, settings_for
-from tests.env.helpers import create, step
+from tests.env.helpers import create, rel, step
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -81,4 +81,29 @@ def test_clone_fork_is_exact(clones, task_id):
                 assert a["info"]["task_success"] == b["info"]["task_success"]
                 break
         for s in (sid, child["session_id"]):
+            http.delete(f"/sessions/{s}")
+
+
+def test_reset_seed_reaches_the_site_and_survives_a_fork(clones):
+    """The episode's seed picks the clone's layout: local.playground-2 puts its button in slot
+    ``seed % 4``. A reset with seed 1 must show slot 1 (not seed 0's slot), and so must its fork."""
+    env, _ = clones
+    slots = sites_tasks.get_task("local.playground-2").config["slots"]
+    with client(env) as http:
+        shots = set()
+        for seed in range(len(slots)):
+            obs = create(http, task_id="local.playground-2", seed=seed)["observation"]
+            shots.add(obs["screenshot"]["sha256"])
+            http.delete(f"/sessions/{obs['session_id']}")
+        assert len(shots) == len(slots), "every seed of a 4-layout task looks different"
+
+        sid = create(http, task_id="local.playground-2", seed=1)["observation"]["session_id"]
+        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1})
+        assert fork.status_code == 200, fork.text
+        child = fork.json()["sessions"][0]["observation"]["session_id"]
+        missed = step(http, sid, action="left_click", coordinate=rel(*slots[0]))  # seed 0's place
+        assert missed["terminated"] and missed["info"]["task_success"] is False
+        hit = step(http, child, action="left_click", coordinate=rel(*slots[1]))
+        assert hit["terminated"] and hit["info"]["task_success"] is True, hit["info"].get("validation")
+        for s in (sid, child):
             http.delete(f"/sessions/{s}")

@@ -209,7 +209,16 @@ async def test_playground_near_target_rings_grade_a_miss_by_its_distance(browser
         context, page = await _reset(browser, sites_url, "playground", "local.playground-1")
         await page.mouse.click(x, y)
         assert (await page.evaluate("window.__HALO__.finish()"))["progress"] == flags, (x, y)
-        await page.mouse.click(640, 405)  # a hit after a miss: the closest rings, then the submission
-        progress = (await page.evaluate("window.__HALO__.finish()"))["progress"]
-        assert progress == {f"near_target{s}": True for s in ("", "_400", "_250", "_120")} | {"submitted": True}
         await context.close()
+
+
+async def test_playground_click_miss_is_the_answer(browser, sites_url: str) -> None:
+    """The first click ends a click task, a miss included: a later hit cannot repair it."""
+    context, page = await _reset(browser, sites_url, "playground", "local.playground-1")
+    await page.mouse.click(100, 100)  # empty page, far from the button
+    await page.mouse.click(640, 405)  # the button, too late
+    state = await page.evaluate("window.__HALO__.finish()")
+    assert state["done"] is True
+    assert state["initialfinaldiff"]["updated"]["submission"]["button"] is None
+    assert state["progress"] == {}  # outside every ring, and a miss earns no submission milestone
+    await context.close()

@@ -58,6 +58,7 @@ from halo_env.pool import BrowserPool, Lease, PoolExhausted
 logger = logging.getLogger("halo.env.sessions")
 
 _ENDS_EPISODE = (ActionType.TERMINATE, ActionType.ANSWER)
+_CAPTURE_REFUSED = "Unable to capture screenshot"
 _NAVIGATING = ("Execution context was destroyed", "navigation", "Cannot find context")
 
 
@@ -306,7 +307,7 @@ class SessionManager:
         if state is not None:
             await browser_state.restore(lease, state)
             return
-        await session.backend.setup(lease.page, session.task, session.run_id)
+        await session.backend.setup(lease.page, session.task, session.run_id, session.seed)
         if session.actions:  # replay fork: the same actions from the same reset
             replay_pointer = Pointer()
             for action in session.actions:
@@ -408,22 +409,7 @@ class SessionManager:
         self, session: Session, error: str | None = None, step: int | None = None, pointer: Pointer | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         lease = session.lease
-        page = lease.page
-        raw: dict[str, Any] | None = None
-        for attempt in range(3):
-            try:
-                raw = await asyncio.wait_for(
-                    page.evaluate(OBSERVE, {"maxChars": self.s.axtree_max_chars, "capture": True}),
-                    self.s.evaluate_timeout_s,
-                )
-                break
-            except PlaywrightError as exc:  # a navigation replaced the document under the script: observe the new one
-                if attempt == 2 or not any(m in str(exc) for m in _NAVIGATING):
-                    raise
-                with contextlib.suppress(PlaywrightTimeoutError):
-                    await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
-        assert raw is not None
-        png = await page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations)
+        raw, png = await self._capture(session)
         cookies = await lease.context.cookies()
         sha = self.store.put(png)
         blocked, navigation = lease.guard.drain()
@@ -455,6 +441,44 @@ class SessionManager:
         )
         checkpoint = {"url": raw["url"], "cookies": cookies, "page": raw.get("state"), "pointer": [p.x, p.y]}
         return obs, checkpoint
+
+    async def _capture(self, session: Session) -> tuple[dict[str, Any], bytes]:
+        """Read the page (url, ids, AX tree, site state) and take its screenshot.
+
+        Chromium can refuse a capture ("Unable to capture screenshot") in the moment a link with
+        target=_blank opens its new tab, before Playwright's `popup` event has reached
+        `_follow_popup` (seen under load in the full test run). That is not a broken browser:
+        fold the popup in, make sure the session's tab is in front and read the page again.
+        """
+        page = session.lease.page
+        for attempt in range(3):
+            raw = await self._evaluate(page)
+            try:
+                png = await page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations)
+                return raw, png
+            except PlaywrightError as exc:
+                if attempt == 2 or _CAPTURE_REFUSED not in str(exc):
+                    raise
+            await asyncio.sleep(self.s.settle_ms / 1000)  # time for the popup event to arrive
+            if session.popups:
+                await asyncio.gather(*session.popups, return_exceptions=True)
+                await self._settle(page)
+            await page.bring_to_front()
+        raise AssertionError("unreachable")
+
+    async def _evaluate(self, page: Page) -> dict[str, Any]:
+        for attempt in range(3):
+            try:
+                return await asyncio.wait_for(
+                    page.evaluate(OBSERVE, {"maxChars": self.s.axtree_max_chars, "capture": True}),
+                    self.s.evaluate_timeout_s,
+                )
+            except PlaywrightError as exc:  # a navigation replaced the document under the script: observe the new one
+                if attempt == 2 or not any(m in str(exc) for m in _NAVIGATING):
+                    raise
+                with contextlib.suppress(PlaywrightTimeoutError):
+                    await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
+        raise AssertionError("unreachable")
 
     # -- infrastructure failures ------------------------------------------------------------------
     def _infra_failure(self, session: Session, message: str) -> StepResponse:

@@ -1,13 +1,22 @@
-"""Learning curves of a run folder as PNG: held-out success with its 95% interval, and train reward."""
+"""Learning curves of a run folder as PNG: held-out success with its 95% interval, and train reward.
+
+python -m halo_trainer.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
 
-def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None) -> Path | None:
-    """Write ``curve.png`` from ``eval.jsonl`` and ``metrics.jsonl``; None when there is nothing to plot."""
+def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None, minutes: bool = False) -> Path | None:
+    """Write ``curve.png`` from ``eval.jsonl`` and ``metrics.jsonl``; None when there is nothing to plot.
+
+    ``minutes`` puts wall-clock minutes since the run was created on the x axes instead of learner
+    updates (the learning targets are stated in wall time); ``chance`` draws the chance rate.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -18,9 +27,15 @@ def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None
     train = _lines(run_dir / "metrics.jsonl")
     if not evals and not train:
         return None
+    start = _created_at(run_dir, evals + train)
+
+    def xs(lines: list[dict]) -> list[float]:
+        return [(line["time"] - start) / 60 if minutes else line["update"] for line in lines]
+
+    xlabel = "wall-clock minutes since the run was created" if minutes else "learner updates"
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     if evals:
-        x = [e["update"] for e in evals]
+        x = xs(evals)
         y = [e["eval/success_rate"] for e in evals]
         ax1.plot(x, y, "o-", label="held-out success (greedy)")
         ax1.fill_between(
@@ -33,29 +48,53 @@ def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None
         if chance is not None:
             ax1.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
         ax1.set_ylim(-0.02, 1.02)
-        ax1.set_xlabel("learner updates")
+        ax1.set_xlabel(xlabel)
         ax1.set_ylabel("success rate")
         ax1.set_title(f"evaluation ({int(evals[-1]['eval/episodes'])} episodes per point)")
-        ax1.legend(loc="lower right")
+        ax1.legend(loc="best")
     if train:
-        x = [m["update"] for m in train]
+        x = xs(train)
         ax2.plot(x, [m.get("rollout/mean_reward") for m in train], label="mean step reward")
         ax2.plot(x, [m.get("rollout/success_rate") for m in train], label="train episodes' success")
         if any("rollout/sample_success_rate" in m for m in train):
             sampled = [m.get("rollout/sample_success_rate", float("nan")) for m in train]
             ax2.plot(x, sampled, label="successful sampled actions")
-        ax2.set_xlabel("learner updates")
+        ax2.set_xlabel(xlabel)
         ax2.set_title("rollouts")
         ax2.legend()
     fig.suptitle(run_dir.name)
     fig.tight_layout()
-    target = out or run_dir / "curve.png"
+    target = Path(out) if out else run_dir / "curve.png"
     fig.savefig(target, dpi=100)
     plt.close(fig)
     return target
+
+
+def _created_at(run_dir: Path, lines: list[dict]) -> float:
+    status = run_dir / "status.json"
+    if status.exists():
+        return float(json.loads(status.read_text())["created_at"])
+    return min(line["time"] for line in lines)
 
 
 def _lines(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m halo_trainer.plots", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="a run folder (var/runs/<run_id>)")
+    parser.add_argument("--out", type=Path, help="PNG to write (default: <run_dir>/curve.png)")
+    parser.add_argument("--chance", type=float, help="draw this chance rate on the evaluation plot")
+    parser.add_argument("--minutes", action="store_true", help="wall-clock minutes on the x axes")
+    args = parser.parse_args(argv)
+    if not args.run_dir.is_dir():
+        parser.error(f"{args.run_dir} is not a run folder")
+    target = plot_run(args.run_dir, args.out, args.chance, args.minutes)
+    sys.stdout.write(f"{target or f'nothing to plot in {args.run_dir} (no eval.jsonl or metrics.jsonl lines yet)'}\n")
+
+
+if __name__ == "__main__":
+    main()

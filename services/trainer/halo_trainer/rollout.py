@@ -5,10 +5,10 @@ Step groups (the seeds' algorithm), one group per visited state::
     obs = env.reset(task)
     repeat until the episode ends:
         N candidates = policy.sample(obs, n=N)            # one vLLM request, behaviour log-probs kept
-        N forks      = env.fork(session, N)               # identical browser state, copied
-        execute candidate i in fork i; reward_i = reward(obs -> obs_i)
+        N-1 forks    = env.fork(session, N-1)             # identical browser state, copied
+        execute candidate 0 in the session, candidate i in fork i; reward_i = reward(obs -> obs_i)
         group = N transitions sharing a group_id          # A_i = r_i - mean(r) in the learner
-        continue from one fork (sampled | best | random), close the others
+        continue from one branch (sampled | best | random), close the others
 
 Episode groups: N independent episodes of the same task and seed (one sample per step); every
 transition of episode i is credited the episode's return (A_i = R_i - mean(R) in the learner).
@@ -60,7 +60,7 @@ class Services:
 
 @dataclass
 class Branch:
-    """One candidate executed in its own fork."""
+    """One candidate executed in its own session (the group's original or one of its forks)."""
 
     candidate: Candidate
     session_id: str
@@ -261,8 +261,12 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
     try:
         for step in range(job.max_steps):
             candidates, prompt, version = await _sample(svc, job, obs, history, job.group_size, step)
-            fork = await svc.env.fork(session, len(candidates))
-            forks = [f.observation.session_id for f in fork.sessions]
+            # Candidate 0 runs in the session itself, the others in N-1 exact copies of it: a fork
+            # costs a page load in a fresh context, the most expensive part of a step group.
+            forks = [session]
+            if len(candidates) > 1:
+                fork = await svc.env.fork(session, len(candidates) - 1)
+                forks += [f.observation.session_id for f in fork.sessions]
             ids = [f"{job.job_id}-s{step}-c{i}" for i in range(len(candidates))]
             group_id = f"{job.group_id}-s{step}"
             branches = await asyncio.gather(
@@ -277,9 +281,7 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
             ]
             chosen = _choose(branches, job.branch, rng)
             keep, parent = branches[chosen], ids[chosen]
-            await asyncio.gather(
-                svc.env.close(session), *(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen)
-            )
+            await asyncio.gather(*(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen))
             session = keep.session_id
             obs = trace.record(keep, history) or obs
             if keep.infra_error or _ended(keep):

@@ -45,16 +45,18 @@ class TaskBackend(ABC):
     def allowed_origins(self, task: Task) -> set[str]:
         return {self.site_url(task)}
 
-    def config_url(self, task: Task, run_id: str) -> str:
-        query = urlencode({"run_id": run_id, "task_id": task.id})
+    def config_url(self, task: Task, run_id: str, seed: int = 0) -> str:
+        # The local clones take the episode's seed (layouts, data); without it every episode of a
+        # moving-target task would show seed 0's layout.
+        query = urlencode({"run_id": run_id, "task_id": task.id, "seed": seed})
         return f"{self.site_url(task).rstrip('/')}/config?{query}"
 
     def finish_url(self, task: Task) -> str:
         return f"{self.site_url(task).rstrip('/')}/finish"
 
-    async def setup(self, page: Page, task: Task, run_id: str) -> None:
+    async def setup(self, page: Page, task: Task, run_id: str, seed: int = 0) -> None:
         """Reset the site to the task's initial state and show the app (REAL's /config protocol)."""
-        await page.goto(self.config_url(task, run_id), wait_until="load")
+        await page.goto(self.config_url(task, run_id, seed), wait_until="load")
 
     async def finish_state(self, page: Page, task: Task, in_page: dict[str, Any] | None) -> dict[str, Any] | None:
         """The /finish JSON: the in-page ``__HALO__.finish()`` value when the site has one, else read

@@ -71,12 +71,13 @@ class RealBackend(TaskBackend):
             return f"{self._base_url}/{site}/"
         return task.website.url.rstrip("/") + "/"
 
-    def config_url(self, task: Task, run_id: str) -> str:
+    def config_url(self, task: Task, run_id: str, seed: int = 0) -> str:
+        # REAL's /config has no seed: its tasks have one fixed initial state each.
         query = urlencode({"run_id": run_id, "task_id": task.id, "latency": 0})
         return f"{self.site_url(task).rstrip('/')}/config?{query}"
 
-    async def setup(self, page: Page, task: Task, run_id: str) -> None:
-        await page.goto(self.config_url(task, run_id), wait_until="load")
+    async def setup(self, page: Page, task: Task, run_id: str, seed: int = 0) -> None:
+        await page.goto(self.config_url(task, run_id, seed), wait_until="load")
         with contextlib.suppress(
             PlaywrightTimeoutError
         ):  # agisdk waits for networkidle; a chatty site never gets there

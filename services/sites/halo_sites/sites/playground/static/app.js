@@ -98,14 +98,14 @@
     HALO.restoreUi();
   }
 
-  function submit(extra) {
+  function submit(extra, milestone) {
     const st = HALO.state();
     if (st.submission !== null) return;
     st.submission = Object.assign({
       fields: st.form.fields, selected: st.form.selected, checked: st.form.checked.slice().sort(),
     }, extra || {});
     HALO.commit(st);
-    mark("submitted");
+    if (milestone !== false) mark("submitted");
     HALO.patchView({ focus: null });
     render();
   }
@@ -145,6 +145,13 @@
 
   document.addEventListener("click", function (e) {
     const el = e.target.closest("[data-action]");
+    if (!el && config().family === "click") {
+      /* The click tasks' rule (their evals say "the first click hit ..."): the first click is the
+       * answer, a miss included. Were a miss free, a policy blind to the screenshot could click the
+       * layouts' slots in turn and pass a moving-target task far above its chance rate. */
+      submit({ button: null }, false);  // ends the episode; no `submitted` progress for a miss
+      return;
+    }
     if (!el || el.disabled) return;
     const action = el.getAttribute("data-action");
     if (action === "click-button") {
