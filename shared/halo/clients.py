@@ -29,6 +29,12 @@ from halo.schemas import (
 
 T = TypeVar("T", bound=BaseModel)
 
+# Forget a pooled connection after 2 s idle. The services (uvicorn, and vLLM's server) close idle
+# keep-alive connections after 5 s; httpx's default expiry is also 5 s, so a request sent after a
+# pause could go out on a connection the server was closing and fail with an empty ReadError
+# (seen once on POST /sessions after a minute-long learner step).
+KEEPALIVE_EXPIRY_S = 2.0
+
 
 class ServiceError(Exception):
     def __init__(self, service: str, message: str, status: int | None = None) -> None:
@@ -48,7 +54,11 @@ class _Client:
     service = "service"
 
     def __init__(self, base_url: str, timeout_s: float = 60.0, retries: int = 2) -> None:
-        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=httpx.Timeout(timeout_s, connect=5.0))
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
+        )
         self.retries = retries
 
     async def aclose(self) -> None:

@@ -32,6 +32,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from halo.actions import parse_action, tool_call_json_schema
+from halo.clients import KEEPALIVE_EXPIRY_S
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages, tool_call_regex
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.env import Viewport
@@ -165,7 +166,7 @@ class _Http:
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             headers=headers,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            limits=httpx.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=KEEPALIVE_EXPIRY_S),
         )
 
     async def aclose(self) -> None:
