@@ -1,0 +1,271 @@
+"""One GRPO learner update at Qwen3-VL-8B-Instruct's real dimensions (random weights) on a GPU.
+
+What the 8B learner costs, before any checkpoint is downloaded: the project's `Learner` (the same
+code the trainer runs) on a randomly initialised Qwen3-VL with the 8B model's published sizes,
+bf16, LoRA r=16 on the language model, gradient checkpointing, one update on a group of 8
+computer-use completions that share a 1280x720 screenshot prompt. The prompt is tokenized with the
+tiny model's tokenizer (ids fit in the 8B vocabulary) and an image processor set to Qwen3-VL's real
+pixel limits, so the screenshot becomes as many vision tokens as on the real model.
+
+Reported: the update's wall time (median of --updates after one warm-up), peak GPU memory, and
+model FLOP utilisation (MFU) against the card's bf16 matmul rate measured here. FLOPs are counted,
+not estimated: torch's FlopCounterMode runs one forward pass of the batch, F. A LoRA update does
+the forward (F) and the backward through the frozen weights to the activations (about F; frozen
+weights get no weight gradient, LoRA's own are negligible): model FLOPs = 2F. Gradient
+checkpointing recomputes the forward once more, so the hardware executes about 3F; that is the
+hardware utilisation (HFU) also reported.
+
+    python bench/gpu_learner_8b.py                      # on a GPU box (CUDA): the 8B dimensions
+    python bench/gpu_learner_8b.py --dims tiny          # the same code at toy sizes, on the CPU
+
+Writes bench/results/gpu_learner_<dims>.json and prints a summary. `make bench` does not run it
+(it needs a GPU with ~40 GB free); see docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_learner import ACTIONS, screenshot  # noqa: E402
+
+from halo.actions import format_tool_call  # noqa: E402
+from halo.settings.trainer import LearnerConfig  # noqa: E402
+from halo_policy.logprobs import SampleRecord, build_batch, load_processor  # noqa: E402
+from halo_policy.tiny_model import build_tiny_model  # noqa: E402
+from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
+
+# Qwen3-VL-8B-Instruct's config.json (text and vision towers); `tiny` keeps the architecture at toy
+# sizes so the script itself is checked on machines without a GPU.
+DIMS: dict[str, dict[str, dict]] = {
+    "8b": {
+        "text": {
+            "vocab_size": 151936,
+            "hidden_size": 4096,
+            "intermediate_size": 12288,
+            "num_hidden_layers": 36,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "head_dim": 128,
+            "mrope_section": [24, 20, 20],
+        },
+        "vision": {
+            "depth": 27,
+            "hidden_size": 1152,
+            "intermediate_size": 4304,
+            "num_heads": 16,
+            "num_position_embeddings": 2304,
+            "deepstack_visual_indexes": [8, 16, 24],
+        },
+        # Qwen3-VL's preprocessor_config.json: a 1280x720 screenshot keeps its full resolution.
+        "image_size": {"shortest_edge": 65536, "longest_edge": 16777216},
+    },
+    "tiny": {
+        "text": {
+            "vocab_size": 4096,
+            "hidden_size": 128,
+            "intermediate_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+            "mrope_section": [6, 5, 5],
+        },
+        "vision": {
+            "depth": 2,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_heads": 2,
+            "num_position_embeddings": 576,
+            "deepstack_visual_indexes": [0, 1],
+        },
+        "image_size": {"shortest_edge": 4096, "longest_edge": 448 * 256},
+    },
+}
+
+
+def random_model(dims: dict[str, dict], tokenizer, dtype: torch.dtype, device: str) -> torch.nn.Module:
+    """A randomly initialised Qwen3-VL of the given sizes, built directly on the device."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+    text = dict(dims["text"])
+    mrope = text.pop("mrope_section")
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
+    ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>")}
+    ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|vision_end|>")}
+    config = Qwen3VLConfig(
+        text_config={
+            **text,
+            "max_position_embeddings": 32768,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 5_000_000.0,
+                "mrope_section": mrope,
+                "mrope_interleaved": True,
+            },
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<|endoftext|>"],
+        },
+        vision_config={
+            **dims["vision"],
+            "out_hidden_size": text["hidden_size"],
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+    )
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            torch.manual_seed(0)
+            model = Qwen3VLForConditionalGeneration(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
+def matmul_tflops(dtype: torch.dtype, device: str, n: int, repeat: int) -> float:
+    """The card's achieved dense matmul rate (the MFU denominator), best of a few timed batches."""
+    a = torch.randn(n, n, dtype=dtype, device=device)
+    b = torch.randn(n, n, dtype=dtype, device=device)
+    best = 0.0
+    for _ in range(3):
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(repeat):
+            a @ b
+        sync(device)
+        best = max(best, 2 * n**3 * repeat / (time.perf_counter() - start) / 1e12)
+    return best
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def forward_flops(learner: Learner, batch: LearnerBatch) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        learner.logprobs(batch)
+    return counter.get_total_flops()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dims", choices=sorted(DIMS), default="8b")
+    parser.add_argument("--updates", type=int, default=3, help="timed updates (after one warm-up)")
+    parser.add_argument("--group", type=int, default=8, help="completions per update (one screenshot prompt)")
+    parser.add_argument("--micro-batch", type=int, default=8, help="completions per forward/backward")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/gpu_learner_<dims>.json")
+    args = parser.parse_args()
+    if args.dims == "8b" and not args.device.startswith("cuda"):
+        parser.error("the 8B dimensions need a CUDA GPU (use --dims tiny to check the script on the CPU)")
+    dims = DIMS[args.dims]
+    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+
+    processor = load_processor(build_tiny_model(), size=dims["image_size"])
+    tokenizer = processor.tokenizer
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    png = screenshot()
+    samples = [
+        SampleRecord(
+            goal="Send an email to alice@example.com with the subject 'Quarterly report'.",
+            history=["left_click(coordinate=[300, 180])"],
+            screenshots=[png],
+            completion_token_ids=tokenizer.encode(format_tool_call(ACTIONS[i % len(ACTIONS)])) + [end],
+        )
+        for i in range(args.group)
+    ]
+    inputs = build_batch(processor, samples)
+    rewards = torch.tensor([float(i % 3 == 0) for i in range(args.group)])
+    batch = LearnerBatch(inputs=inputs, advantages=rewards - rewards.mean())
+    max_completion = int(inputs.completion_mask.sum(-1).max())
+
+    t0 = time.perf_counter()
+    model = random_model(dims, tokenizer, dtype, args.device)
+    build_s = time.perf_counter() - t0
+    params = sum(p.numel() for p in model.parameters())
+    config = LearnerConfig(
+        learning_rate=1e-5,
+        lora_r=16,
+        lora_alpha=32,
+        kl_coef=0.0,
+        gradient_checkpointing=True,
+        micro_batch_size=args.micro_batch,
+        max_completion_tokens=max(256, max_completion),
+    )
+    learner = Learner(model, config)
+    flops = forward_flops(learner, batch)
+
+    if args.device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    learner.update(batch)  # warm-up: kernels, allocator, optimizer state
+    times = []
+    for i in range(args.updates):
+        sync(args.device)
+        start = time.perf_counter()
+        metrics = learner.update(batch)
+        sync(args.device)
+        times.append(time.perf_counter() - start)
+        print(f"  update {i + 1}/{args.updates}: {times[-1]:.2f} s, loss {metrics['train/loss']:.4f}", flush=True)
+    step_s = statistics.median(times)
+    peak_gib = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else None
+    rate = matmul_tflops(dtype, args.device, 8192 if args.device.startswith("cuda") else 1024, 20)
+
+    results = {
+        "dims": args.dims,
+        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "cpu",
+        "dtype": str(dtype).removeprefix("torch."),
+        "torch": torch.__version__,
+        "params": params,
+        "lora_params": sum(p.numel() for p in learner.params),
+        "group": args.group,
+        "micro_batch": args.micro_batch,
+        "sequence_tokens": int(inputs.input_ids.shape[1]),
+        "image_tokens": int((inputs.mm_token_type_ids[0] == 1).sum()),
+        "completion_tokens": int(inputs.completion_mask.sum()),
+        "model_build_s": build_s,
+        "update_s_median": step_s,
+        "update_s_all": times,
+        "peak_memory_gib": peak_gib,
+        "forward_tflop": flops / 1e12,
+        "model_tflop_per_update": 2 * flops / 1e12,
+        "matmul_tflops_measured": rate,
+        "mfu": 2 * flops / step_s / 1e12 / rate,
+        "hfu": 3 * flops / step_s / 1e12 / rate,
+    }
+    out = args.out or ROOT / "bench" / "results" / f"gpu_learner_{args.dims}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    memory = f"{peak_gib:.1f} GiB peak" if peak_gib is not None else "CPU (no GPU memory figure)"
+    print(
+        f"Qwen3-VL {args.dims} ({params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M), "
+        f"group {args.group} x {results['sequence_tokens']} tokens ({results['image_tokens']} image) on "
+        f"{results['device']}: update {step_s:.2f} s, {memory}, "
+        f"MFU {results['mfu']:.1%} (HFU {results['hfu']:.1%}) of a measured {rate:.3g} TFLOP/s; written to {out}"
+    )
+
+
+if __name__ == "__main__":
+    main()

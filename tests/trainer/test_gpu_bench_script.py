@@ -1,0 +1,42 @@
+"""bench/gpu_learner_8b.py: its code path at toy sizes on the CPU (the 8B run needs a GPU box)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "gpu_learner_8b.py"
+
+
+@pytest.mark.slow
+def test_tiny_dims_run_one_update_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "gpu_learner_tiny.json"
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dims", "tiny", "--device", "cpu", "--updates", "1", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    r = json.loads(out.read_text())
+    assert r["dims"] == "tiny" and r["group"] == 8 and r["dtype"] == "float32"
+    assert 0 < r["lora_params"] < r["params"]
+    assert r["image_tokens"] > 0 and r["completion_tokens"] > 8
+    # The counted forward is at least the dense matmuls of the language model over every token.
+    assert r["forward_tflop"] * 1e12 >= 2 * r["group"] * r["sequence_tokens"] * 128 * 128
+    assert r["model_tflop_per_update"] == pytest.approx(2 * r["forward_tflop"])
+    assert r["update_s_median"] > 0 and 0 < r["mfu"] < r["hfu"]
+    assert "MFU" in run.stdout
+
+
+def test_8b_dims_without_a_gpu_is_a_clear_error() -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dims", "8b", "--device", "cpu"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 2
+    assert "need a CUDA GPU" in run.stderr and "Traceback" not in run.stderr
