@@ -62,6 +62,21 @@ def screenshot() -> bytes:
     return out.getvalue()
 
 
+def group_samples(tokenizer, group: int) -> list[SampleRecord]:
+    """A group as the trainer scores it: one screenshot prompt, ``group`` computer-use answers."""
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    png = screenshot()
+    return [
+        SampleRecord(
+            goal="Send an email to alice@example.com with the subject 'Quarterly report'.",
+            history=["left_click(coordinate=[300, 180])"],
+            screenshots=[png],
+            completion_token_ids=tokenizer.encode(format_tool_call(ACTIONS[i % len(ACTIONS)])) + [end],
+        )
+        for i in range(group)
+    ]
+
+
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -89,17 +104,7 @@ def main() -> None:
 
     model_dir = build_tiny_model()
     processor = load_processor(model_dir)
-    end = processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
-    png = screenshot()
-    samples = [
-        SampleRecord(
-            goal="Send an email to alice@example.com with the subject 'Quarterly report'.",
-            history=["left_click(coordinate=[300, 180])"],
-            screenshots=[png],
-            completion_token_ids=processor.tokenizer.encode(format_tool_call(ACTIONS[i % len(ACTIONS)])) + [end],
-        )
-        for i in range(args.group)
-    ]
+    samples = group_samples(processor.tokenizer, args.group)
     build_s = timed(lambda: build_batch(processor, samples), 3)
     inputs = build_batch(processor, samples)
     rewards = torch.tensor([float(i % 3 == 0) for i in range(args.group)])

@@ -38,11 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_learner import ACTIONS, screenshot  # noqa: E402
+from bench_learner import group_samples  # noqa: E402
 
-from halo.actions import format_tool_call  # noqa: E402
 from halo.settings.trainer import LearnerConfig  # noqa: E402
-from halo_policy.logprobs import SampleRecord, build_batch, load_processor  # noqa: E402
+from halo_policy.logprobs import build_batch, load_processor  # noqa: E402
 from halo_policy.tiny_model import build_tiny_model  # noqa: E402
 from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
 
@@ -186,17 +185,7 @@ def main() -> None:
 
     processor = load_processor(build_tiny_model(), size=dims["image_size"])
     tokenizer = processor.tokenizer
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    png = screenshot()
-    samples = [
-        SampleRecord(
-            goal="Send an email to alice@example.com with the subject 'Quarterly report'.",
-            history=["left_click(coordinate=[300, 180])"],
-            screenshots=[png],
-            completion_token_ids=tokenizer.encode(format_tool_call(ACTIONS[i % len(ACTIONS)])) + [end],
-        )
-        for i in range(args.group)
-    ]
+    samples = group_samples(tokenizer, args.group)
     inputs = build_batch(processor, samples)
     rewards = torch.tensor([float(i % 3 == 0) for i in range(args.group)])
     batch = LearnerBatch(inputs=inputs, advantages=rewards - rewards.mean())
