@@ -19,7 +19,7 @@ hardware utilisation (HFU) also reported.
     python bench/gpu_learner_8b.py --dims tiny          # the same code at toy sizes, on the CPU
 
 Writes bench/results/gpu_learner_<dims>.json and prints a summary. `make bench` does not run it
-(it needs a GPU with ~40 GB free); see docs/benchmarks.md.
+(it needs a CUDA GPU); see docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -42,95 +42,45 @@ from bench_learner import group_samples  # noqa: E402
 
 from halo.settings.trainer import LearnerConfig  # noqa: E402
 from halo_policy.logprobs import build_batch, load_processor  # noqa: E402
-from halo_policy.tiny_model import build_tiny_model  # noqa: E402
+from halo_policy.tiny_model import TinyModelParams, build_tiny_model, qwen3vl_config  # noqa: E402
 from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
 
-# Qwen3-VL-8B-Instruct's config.json (text and vision towers); `tiny` keeps the architecture at toy
-# sizes so the script itself is checked on machines without a GPU.
-DIMS: dict[str, dict[str, dict]] = {
-    "8b": {
-        "text": {
-            "vocab_size": 151936,
-            "hidden_size": 4096,
-            "intermediate_size": 12288,
-            "num_hidden_layers": 36,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "head_dim": 128,
-            "mrope_section": [24, 20, 20],
-        },
-        "vision": {
-            "depth": 27,
-            "hidden_size": 1152,
-            "intermediate_size": 4304,
-            "num_heads": 16,
-            "num_position_embeddings": 2304,
-            "deepstack_visual_indexes": [8, 16, 24],
-        },
-        # Qwen3-VL's preprocessor_config.json: a 1280x720 screenshot keeps its full resolution.
-        "image_size": {"shortest_edge": 65536, "longest_edge": 16777216},
-    },
-    "tiny": {
-        "text": {
-            "vocab_size": 4096,
-            "hidden_size": 128,
-            "intermediate_size": 256,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 32,
-            "mrope_section": [6, 5, 5],
-        },
-        "vision": {
-            "depth": 2,
-            "hidden_size": 64,
-            "intermediate_size": 128,
-            "num_heads": 2,
-            "num_position_embeddings": 576,
-            "deepstack_visual_indexes": [0, 1],
-        },
-        "image_size": {"shortest_edge": 4096, "longest_edge": 448 * 256},
-    },
+# Qwen3-VL-8B-Instruct's config.json and preprocessor_config.json (at these pixel limits a
+# 1280x720 screenshot keeps its full resolution); `tiny` is the project's tiny model, so the script
+# itself is checked on machines without a GPU.
+DIMS: dict[str, TinyModelParams] = {
+    "8b": TinyModelParams(
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        mrope_section=(24, 20, 20),
+        max_position_embeddings=262144,
+        vision_depth=27,
+        vision_hidden_size=1152,
+        vision_heads=16,
+        vision_intermediate_size=4304,
+        deepstack_visual_indexes=(8, 16, 24),
+        num_position_embeddings=2304,
+        max_pixels=16777216,
+        min_pixels=65536,
+        initializer_range=0.02,
+    ),
+    "tiny": TinyModelParams(),
 }
 
 
-def random_model(dims: dict[str, dict], tokenizer, dtype: torch.dtype, device: str) -> torch.nn.Module:
-    """A randomly initialised Qwen3-VL of the given sizes, built directly on the device."""
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+def random_model(params: TinyModelParams, tokenizer, dtype: torch.dtype, device: str) -> torch.nn.Module:
+    """A randomly initialised Qwen3-VL of the given sizes, built directly on the device in ``dtype``."""
+    from transformers import Qwen3VLForConditionalGeneration
 
-    text = dict(dims["text"])
-    mrope = text.pop("mrope_section")
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
-    ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>")}
-    ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ("<|vision_start|>", "<|vision_end|>")}
-    config = Qwen3VLConfig(
-        text_config={
-            **text,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 5_000_000.0,
-                "mrope_section": mrope,
-                "mrope_interleaved": True,
-            },
-            "eos_token_id": ids["<|im_end|>"],
-            "pad_token_id": ids["<|endoftext|>"],
-        },
-        vision_config={
-            **dims["vision"],
-            "out_hidden_size": text["hidden_size"],
-            "patch_size": 16,
-            "spatial_merge_size": 2,
-            "temporal_patch_size": 2,
-        },
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=False,
-    )
+    config = qwen3vl_config(params, tokenizer, vocab_size=params.vocab_size)
+    config.text_config.dtype = dtype  # the tiny model's config pins its language model to float32
     previous = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
+    torch.set_default_dtype(dtype)  # an 8B model built in float32 first would need twice the memory
     try:
         with torch.device(device):
             torch.manual_seed(0)
@@ -180,10 +130,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.dims == "8b" and not args.device.startswith("cuda"):
         parser.error("the 8B dimensions need a CUDA GPU (use --dims tiny to check the script on the CPU)")
-    dims = DIMS[args.dims]
+    params = DIMS[args.dims]
     dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
 
-    processor = load_processor(build_tiny_model(), size=dims["image_size"])
+    size = {"shortest_edge": params.min_pixels, "longest_edge": params.max_pixels}
+    processor = load_processor(build_tiny_model(), size=size)
     tokenizer = processor.tokenizer
     samples = group_samples(tokenizer, args.group)
     inputs = build_batch(processor, samples)
@@ -192,9 +143,9 @@ def main() -> None:
     max_completion = int(inputs.completion_mask.sum(-1).max())
 
     t0 = time.perf_counter()
-    model = random_model(dims, tokenizer, dtype, args.device)
+    model = random_model(params, tokenizer, dtype, args.device)
     build_s = time.perf_counter() - t0
-    params = sum(p.numel() for p in model.parameters())
+    n_params = sum(p.numel() for p in model.parameters())
     config = LearnerConfig(
         learning_rate=1e-5,
         lora_r=16,
@@ -227,7 +178,7 @@ def main() -> None:
         "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "cpu",
         "dtype": str(dtype).removeprefix("torch."),
         "torch": torch.__version__,
-        "params": params,
+        "params": n_params,
         "lora_params": sum(p.numel() for p in learner.params),
         "group": args.group,
         "micro_batch": args.micro_batch,
@@ -249,7 +200,7 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=1) + "\n")
     memory = f"{peak_gib:.1f} GiB peak" if peak_gib is not None else "CPU (no GPU memory figure)"
     print(
-        f"Qwen3-VL {args.dims} ({params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M), "
+        f"Qwen3-VL {args.dims} ({n_params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M), "
         f"group {args.group} x {results['sequence_tokens']} tokens ({results['image_tokens']} image) on "
         f"{results['device']}: update {step_s:.2f} s, {memory}, "
         f"MFU {results['mfu']:.1%} (HFU {results['hfu']:.1%}) of a measured {rate:.3g} TFLOP/s; written to {out}"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "gpu_learner_8b.py"
@@ -40,3 +41,16 @@ def test_8b_dims_without_a_gpu_is_a_clear_error() -> None:
     )
     assert run.returncode == 2
     assert "need a CUDA GPU" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_the_random_model_is_built_wholly_in_the_requested_dtype() -> None:
+    # bf16 throughout: a float32 language model would double the 8B run's memory and skew its MFU.
+    sys.path.insert(0, str(ROOT / "bench"))
+    from gpu_learner_8b import DIMS, random_model
+
+    from halo_policy.logprobs import load_processor
+    from halo_policy.tiny_model import build_tiny_model
+
+    tokenizer = load_processor(build_tiny_model()).tokenizer
+    model = random_model(DIMS["tiny"], tokenizer, torch.bfloat16, "cpu")
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}

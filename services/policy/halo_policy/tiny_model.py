@@ -30,6 +30,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from halo.actions import ACTION_DOCS, TOOL_NAME, format_tool_call, tool_definition
 from halo.schemas.actions import Action
@@ -201,23 +202,18 @@ def default_model_dir(params: TinyModelParams | None = None, seed: int = 0) -> P
     return HaloSettings().data_dir / "models" / f"tiny-qwen3vl-{key}"
 
 
-def _write_model(out: Path, params: TinyModelParams, seed: int) -> None:
-    import torch
-    from transformers import (
-        GenerationConfig,
-        Qwen2VLImageProcessor,
-        Qwen3VLConfig,
-        Qwen3VLForConditionalGeneration,
-        Qwen3VLProcessor,
-    )
-    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+def qwen3vl_config(params: TinyModelParams, tokenizer: Any, vocab_size: int) -> Any:
+    """Qwen3-VL's architecture at ``params``' sizes, with ``tokenizer``'s special-token ids.
 
-    tokenizer = _train_tokenizer(params, training_corpus())
+    The tiny model is built from it, and so is the benchmark's random-weight model at the 8B
+    sizes (bench/gpu_learner_8b.py), so both exercise the same architecture settings.
+    """
+    from transformers import Qwen3VLConfig
+
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    vocab = -(-len(tokenizer) // 64) * 64  # padded like real checkpoints; extra rows never sampled
-    config = Qwen3VLConfig(
+    return Qwen3VLConfig(
         text_config={
-            "vocab_size": vocab,
+            "vocab_size": vocab_size,
             "hidden_size": params.hidden_size,
             "intermediate_size": params.intermediate_size,
             "num_hidden_layers": params.num_hidden_layers,
@@ -256,6 +252,22 @@ def _write_model(out: Path, params: TinyModelParams, seed: int) -> None:
         vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=False,
     )
+
+
+def _write_model(out: Path, params: TinyModelParams, seed: int) -> None:
+    import torch
+    from transformers import (
+        GenerationConfig,
+        Qwen2VLImageProcessor,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+    )
+    from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
+
+    tokenizer = _train_tokenizer(params, training_corpus())
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    vocab = -(-len(tokenizer) // 64) * 64  # padded like real checkpoints; extra rows never sampled
+    config = qwen3vl_config(params, tokenizer, vocab)
     torch.manual_seed(seed)
     model = Qwen3VLForConditionalGeneration(config).to(torch.float32).eval()
     model.save_pretrained(out, safe_serialization=True)
