@@ -9,6 +9,7 @@ from pydantic import Field
 
 from halo.schemas.base import Message
 from halo.schemas.rollout import BranchPolicy, GroupMode
+from halo.schemas.tasks import TaskReachability
 
 
 class Algorithm(StrEnum):
@@ -64,6 +65,9 @@ class RunStatus(Message):
     latest_metrics: dict[str, float] = Field(default_factory=dict)
     error: str | None = None
     run_dir: str | None = None
+    # The default task set keeps only tasks whose site answered when the run was created.
+    tasks_left_out: list[TaskReachability] = Field(default_factory=list)
+    task_set_note: str | None = None  # one line on what was left out (or named but unreachable), and why
 
 
 class RunEvent(Message):

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from halo.schemas.base import Message
+
 
 class Website(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -36,3 +38,16 @@ class Task(BaseModel):
     def domain(self) -> str:
         """The site id, e.g. ``gomail`` for ``v2.gomail-3`` or ``local.gomail-3``."""
         return self.website.id
+
+
+class TaskReachability(Message):
+    """Whether a task's site answers from the env service (``GET /tasks/reachability``).
+
+    Probed once per origin: every task on an unreachable origin carries that origin's ``reason``.
+    """
+
+    task_id: str
+    backend: str
+    origin: str
+    reachable: bool
+    reason: str = ""
