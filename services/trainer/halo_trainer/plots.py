@@ -17,6 +17,20 @@ def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None
     ``minutes`` puts wall-clock minutes since the run was created on the x axes instead of learner
     updates (the learning targets are stated in wall time); ``chance`` draws the chance rate.
     """
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    fig = curve_figure(run_dir, chance, minutes)
+    if fig is None:
+        return None
+    target = Path(out) if out else run_dir / "curve.png"
+    fig.savefig(target, dpi=100)
+    plt.close(fig)
+    return target
+
+
+def curve_figure(run_dir: Path, chance: float | None = None, minutes: bool = False):
+    """The curve as a matplotlib figure (evaluation axes first, rollouts second); None without lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,10 +78,7 @@ def plot_run(run_dir: Path, out: Path | None = None, chance: float | None = None
         ax2.legend()
     fig.suptitle(run_dir.name)
     fig.tight_layout()
-    target = Path(out) if out else run_dir / "curve.png"
-    fig.savefig(target, dpi=100)
-    plt.close(fig)
-    return target
+    return fig
 
 
 def _created_at(run_dir: Path, lines: list[dict]) -> float:
