@@ -13,13 +13,12 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from playwright.async_api import async_playwright
 
 from halo.logging import setup_logging
 from halo.schemas import (
     CreateSessionRequest,
-    ErrorResponse,
     ForkRequest,
     ForkResponse,
     ResetResponse,
@@ -79,20 +78,12 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
                 logger.info("env service stopped: every session and browser closed")
 
     app = FastAPI(title="HALO env", lifespan=lifespan, redirect_slashes=False)
-    install_error_handlers(app)
+    install_error_handlers(app, max_body_bytes=MAX_BODY_BYTES)
 
     async def probe_browser() -> None:
         await app.state.pool.probe()
 
     add_health_routes(app, "env", {"browser": probe_browser}, timeout_s=settings.launch_timeout_s)
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):  # type: ignore[no-untyped-def]
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            error = ErrorResponse(error=f"request body too large or unsized (max {MAX_BODY_BYTES} bytes)")
-            return JSONResponse(error.model_dump(), status_code=413)
-        return await call_next(request)
 
     @app.post("/sessions", response_model=ResetResponse, tags=["sessions"])
     async def create_session(body: CreateSessionRequest, m: Manager) -> ResetResponse:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
 
 from halo.logging import setup_logging
-from halo.schemas import ErrorResponse, RewardBreakdown, RewardRequest
+from halo.schemas import RewardBreakdown, RewardRequest
 from halo.service import ServiceError, add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.reward import RewardSettings
@@ -37,10 +36,6 @@ class Deps:
     store: EpisodeStore
     stats: RewardStats
     settings: RewardSettings
-
-
-def _error_response(status: int, error: str) -> JSONResponse:
-    return JSONResponse(ErrorResponse(error=error, kind="client").model_dump(), status_code=status)
 
 
 def _fingerprint(req: RewardRequest) -> str:
@@ -120,15 +115,7 @@ def create_app(settings: RewardSettings | None = None) -> FastAPI:
             await client.aclose()
 
     app = FastAPI(title="HALO reward", lifespan=lifespan)
-    install_error_handlers(app)
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        # A state summary is a few hundred KB at most; refuse anything far larger before parsing it.
-        length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > settings.max_body_bytes:
-            return _error_response(413, f"request body of {length} bytes exceeds {settings.max_body_bytes}")
-        return await call_next(request)
+    install_error_handlers(app, max_body_bytes=settings.max_body_bytes)
 
     add_health_routes(app, "reward", {"redis": redis_check(settings.redis_url)})
 
