@@ -18,18 +18,20 @@ import time
 from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
-from halo.policy_client import PolicyClient
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.config import EVAL_SEED_OFFSET
+from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, sampling_for
 from halo_trainer.metrics import wilson_interval
 from halo_trainer.rollout import Services, run_job
+from halo_trainer.worker import policy_client
 
 
 async def evaluate(args: argparse.Namespace) -> dict:
     settings = TrainerSettings()
     run_id = f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
-    async with PolicyClient.from_settings() as policy:
+    # The trainer's own client and the run defaults' sampling for its target, as a run would use.
+    sampling = sampling_for(load_defaults(settings.rl_config), profile_for(settings.target))
+    async with policy_client(settings) as policy:
         version = PolicyVersion(run_id=run_id, version=0, adapter_name=policy.base_model, created_at=time.time())
         if args.adapter:
             name = f"{run_id}-adapter"
@@ -60,6 +62,7 @@ async def evaluate(args: argparse.Namespace) -> dict:
                 seed=EVAL_SEED_OFFSET + k,
                 max_steps=args.max_steps,
                 purpose="eval",
+                sampling=sampling,
             )
             for i, (task, k) in enumerate((t, k) for t in tasks for k in range(args.episodes))
         ]

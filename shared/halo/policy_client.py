@@ -36,7 +36,8 @@ from halo.clients import KEEPALIVE_EXPIRY_S
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages, tool_call_regex
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.env import Viewport
-from halo.settings.policy import PolicySettings, StructuredMode
+from halo.schemas.rollout import SamplingParams, StructuredMode
+from halo.settings.policy import PolicySettings
 
 logger = logging.getLogger(__name__)
 
@@ -257,6 +258,11 @@ class PolicyClient:
 
     @classmethod
     def from_settings(cls, settings: PolicySettings | None = None, **overrides: Any) -> PolicyClient:
+        """The policy service's own client (its warm-up, tests and tools), from ``PolicySettings``.
+
+        The trainer never uses it: it builds its client from ``TrainerSettings``
+        (``halo_trainer.worker.policy_client``) and takes sampling settings from each run's config.
+        """
         s = settings or PolicySettings()
         kwargs: dict[str, Any] = {
             "structured_outputs": s.resolved_structured_outputs(),
@@ -336,16 +342,21 @@ class PolicyClient:
         top_p: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        sampling: SamplingParams | None = None,
     ) -> dict[str, Any]:
+        """The chat request; ``sampling`` (a run's) replaces the client's defaults for this call."""
+        viewport, history_limit = self.viewport, self.history_limit
+        structured, budget = self.structured_outputs, self.max_tokens
+        if sampling is not None:
+            viewport, history_limit = sampling.viewport, sampling.history_limit
+            structured, budget = sampling.structured_outputs, sampling.max_tokens
         body: dict[str, Any] = {
             "model": model,
-            "messages": openai_messages(
-                goal, history, screenshots, viewport=self.viewport, history_limit=self.history_limit
-            ),
+            "messages": openai_messages(goal, history, screenshots, viewport=viewport, history_limit=history_limit),
             "n": n,
             "temperature": temperature,
             "top_p": top_p,
-            "max_tokens": max_tokens or self.max_tokens,
+            "max_tokens": max_tokens or budget,
             "logprobs": True,
             "return_token_ids": True,
             # The prompt is rendered exactly once, by the model's chat template; nothing extra.
@@ -353,9 +364,9 @@ class PolicyClient:
         }
         if seed is not None:
             body["seed"] = seed  # vLLM gives sample i the seed `seed + i`
-        if self.structured_outputs == "regex":
+        if structured == "regex":
             body["structured_outputs"] = {"regex": tool_call_regex()}
-        elif self.structured_outputs == "json":
+        elif structured == "json":
             body["structured_outputs"] = {"json": tool_call_json_schema()}
         body.update(extra_body or {})
         return body
@@ -386,12 +397,14 @@ class PolicyClient:
         top_p: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
+        sampling: SamplingParams | None = None,
     ) -> SampleResult:
         """``n`` candidate actions for one state, in one request.
 
         ``screenshot_png`` is the current screenshot, or a sequence of screenshots oldest first
         (previous ones, then the current one). ``model`` defaults to the current adapter.
         ``extra_body`` adds vLLM sampling fields (``min_tokens``, ``top_k``, ``stop``...).
+        ``sampling``: the run's prompt and grammar settings, in place of the client's defaults.
         """
         if n < 1:
             raise ValueError("n must be >= 1")
@@ -408,6 +421,7 @@ class PolicyClient:
                 top_p=top_p,
                 max_tokens=max_tokens,
                 extra_body=extra_body,
+                sampling=sampling,
             )
             started = time.perf_counter()
             response = await self._chat(body)

@@ -12,10 +12,14 @@ from halo.schemas import (
     PromptRecord,
     RewardBreakdown,
     RolloutResult,
+    SamplingParams,
     Transition,
+    Viewport,
 )
 from halo_trainer.batching import advantages, select_groups
 from halo_trainer.metrics import rollout_metrics, wilson_interval
+
+OFF = SamplingParams(max_tokens=256, structured_outputs="off", history_limit=8, viewport=Viewport())
 
 
 def tr(
@@ -34,6 +38,7 @@ def tr(
         completion_text="x",
         completion_token_ids=[5],
         behaviour_logprobs=[-1.0],
+        sampling=OFF,
         reward=RewardBreakdown(transition_id=f"t{i}", total=reward),
         infra_error=infra,
         episode_return=ret,
@@ -110,11 +115,10 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
     carries the same per-token masks, so the learner's log-prob of a forced token is exactly 0."""
     from pathlib import Path
 
-    from halo.prompts import tool_call_regex
     from halo.schemas import Action
     from halo.screenshots import ScreenshotStore
     from halo.settings.trainer import LearnerConfig
-    from halo_policy.logprobs import load_processor, prompt_inputs
+    from halo_policy.logprobs import PromptMismatch, load_processor, prompt_inputs
     from halo_policy.tiny_model import build_tiny_model
     from halo_trainer.batching import learner_batch
     from halo_trainer.learner import Learner
@@ -145,10 +149,11 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
         for i, ids in enumerate(completions)
     ]
     learner = Learner.from_pretrained(model_dir, LearnerConfig(lora_r=4, lora_alpha=8))
-    kw = {"history_limit": 8, "use_behaviour_logprobs": True}
-    batch = learner_batch(
-        transitions, [1.0, -1.0], processor, store, grammar=tool_call_regex(), vocab_size=learner.vocab_size, **kw
-    )
+    kw = {"use_behaviour_logprobs": True}
+    regex = [
+        t.model_copy(update={"sampling": OFF.model_copy(update={"structured_outputs": "regex"})}) for t in transitions
+    ]
+    batch = learner_batch(regex, [1.0, -1.0], processor, store, vocab_size=learner.vocab_size, **kw)
     assert batch.allowed is not None and batch.allowed.shape[:2] == batch.inputs.completion_ids.shape
     assert batch.behaviour_logprobs is not None and batch.behaviour_logprobs[0, 0] == -0.5
     choices = batch.allowed.sum(-1)  # allowed tokens at each completion position
@@ -163,4 +168,12 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
     unmasked = learner_batch(transitions, [1.0, -1.0], processor, store, **kw)
     assert unmasked.allowed is None and torch.all(learner.logprobs(unmasked)[forced] < -1.0)
     with pytest.raises(ValueError, match="vocab_size"):
-        learner_batch(transitions, [1.0, -1.0], processor, store, grammar=tool_call_regex(), **kw)
+        learner_batch(regex, [1.0, -1.0], processor, store, **kw)
+    with pytest.raises(ValueError, match="one way of sampling"):
+        learner_batch([transitions[0], regex[1]], [1.0, -1.0], processor, store, vocab_size=learner.vocab_size, **kw)
+    # The viewport the prompt described comes from the transition: another one renders another prompt.
+    wide = OFF.model_copy(update={"viewport": Viewport(width=1920, height=1080)})
+    with pytest.raises(PromptMismatch):
+        learner_batch(
+            [t.model_copy(update={"sampling": wide}) for t in transitions], [1.0, -1.0], processor, store, **kw
+        )

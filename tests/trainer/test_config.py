@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from pydantic import ValidationError
+
 from halo.schemas import RunSpec
-from halo_trainer.config import load_defaults, resolve
+from halo.settings.policy import GPU_DEFAULT_MODEL
+from halo.settings.trainer import LearnerConfig, TrainerSettings
+from halo_policy.tiny_model import default_model_dir
+from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.runs import learner_model, same_model
 
 
 def test_seed_hyperparameters_are_the_defaults():
@@ -23,3 +32,39 @@ def test_profile_then_request_override():
     cfg = resolve(spec, "r2", ["local.playground-1"], defaults, "tiny")
     assert cfg.kl_coef == 0.0 and cfg.lora_r == 8 and cfg.max_steps == 3  # from the tiny profile
     assert cfg.num_generations == 4 and cfg.learning_rate == 0.01 and cfg.episodes == 12  # from the request
+
+
+def test_sampling_comes_from_the_run_defaults_and_the_profile():
+    defaults = load_defaults("configs/rl_config.yaml")
+    gpu = resolve(RunSpec(domain="gomail"), "r3", ["local.gomail-1"], defaults, profile_for("gpu"))
+    tiny = resolve(RunSpec(domain="gomail"), "r4", ["local.gomail-1"], defaults, profile_for("cpu"))
+    assert gpu.profile is None and tiny.profile == "tiny"
+    assert gpu.sampling.structured_outputs == "off" and tiny.sampling.structured_outputs == "regex"
+    for cfg in (gpu, tiny):
+        assert (cfg.sampling.max_tokens, cfg.sampling.history_limit) == (256, 8)
+        assert (cfg.sampling.viewport.width, cfg.sampling.viewport.height) == (1280, 720)
+        # Dr. GRPO's normaliser is the sampler's completion budget, from the same config.
+        assert cfg.learner_config(LearnerConfig()).max_completion_tokens == cfg.sampling.max_tokens
+    # Saved with the run (config.json) and read back unchanged on resume.
+    assert RunConfig.model_validate(json.loads(tiny.model_dump_json())) == tiny
+
+
+def test_a_grammar_the_learner_cannot_replay_is_refused():
+    defaults = load_defaults("configs/rl_config.yaml")
+    defaults["sampling"] = {**defaults["sampling"], "structured_outputs": "json"}
+    with pytest.raises(ValidationError, match="cannot be replayed"):
+        resolve(RunSpec(domain="gomail"), "r5", ["local.gomail-1"], defaults, None)
+    with pytest.raises(ValueError, match="profile 'huge'"):
+        resolve(RunSpec(domain="gomail"), "r6", ["local.gomail-1"], load_defaults("configs/rl_config.yaml"), "huge")
+
+
+def test_the_learner_model_follows_the_trainer_settings_alone():
+    cpu = TrainerSettings(_env_file=None, target="cpu")
+    assert learner_model(cpu, build=False) == str(default_model_dir())
+    assert cpu.resolved_device() == "cpu"
+    gpu = TrainerSettings(_env_file=None, target="gpu")
+    assert learner_model(gpu, build=False) == GPU_DEFAULT_MODEL and gpu.resolved_device() == "cuda"
+    mine = TrainerSettings(_env_file=None, target="gpu", model="/models/qwen3-vl-8b")
+    assert learner_model(mine, build=False) == "/models/qwen3-vl-8b"
+    assert same_model("/models/qwen3-vl-8b", "/models/../models/qwen3-vl-8b")
+    assert not same_model(GPU_DEFAULT_MODEL, str(default_model_dir()))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from halo.prompts import tool_call_regex
 from halo.schemas import GroupMode, Transition
 from halo.screenshots import ScreenshotStore
 from halo_policy.logprobs import SampleRecord, build_batch, grammar_masks
@@ -78,18 +79,24 @@ def learner_batch(
     processor,
     store: ScreenshotStore,
     *,
-    history_limit: int,
     use_behaviour_logprobs: bool,
-    grammar: str | None = None,
     vocab_size: int | None = None,
 ) -> LearnerBatch:
     """Rebuild each prompt exactly as vLLM saw it (``PromptMismatch`` otherwise) and batch them.
 
-    ``grammar``: the structured-output regex vLLM sampled under (``halo.prompts.tool_call_regex``
-    when the policy client sends one). Its per-token allowed masks are replayed so that the learner's
-    log-probs are over the same renormalised distribution vLLM's behaviour log-probs are: tokens the
-    grammar forced then carry no gradient, and the importance ratio is exact.
+    The prompt's history limit and viewport, and the grammar, come from the transitions' own
+    ``sampling`` (one batch, one way of sampling). Under ``structured_outputs="regex"`` the
+    grammar's per-token allowed masks (``halo.prompts.tool_call_regex``) are replayed so that the
+    learner's log-probs are over the same renormalised distribution vLLM's behaviour log-probs are:
+    tokens the grammar forced then carry no gradient, and the importance ratio is exact.
     """
+    kinds = {t.sampling for t in transitions}
+    if len(kinds) != 1:
+        raise ValueError(f"one learner batch needs one way of sampling; these transitions have {len(kinds)}")
+    sampling = kinds.pop()
+    if sampling.structured_outputs == "json":
+        raise ValueError("structured_outputs=json cannot be replayed by the learner: use regex or off")
+    grammar = tool_call_regex() if sampling.structured_outputs == "regex" else None
     records = [
         SampleRecord(
             goal=t.prompt.goal,
@@ -100,7 +107,7 @@ def learner_batch(
         )
         for t in transitions
     ]
-    inputs = build_batch(processor, records, history_limit=history_limit)
+    inputs = build_batch(processor, records, history_limit=sampling.history_limit, viewport=sampling.viewport)
     behaviour = None
     if use_behaviour_logprobs:
         behaviour = torch.zeros(inputs.completion_mask.shape, dtype=torch.float32)

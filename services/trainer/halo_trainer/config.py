@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec
+from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 
@@ -49,9 +49,19 @@ class RunConfig(BaseModel):
     lora_r: int
     lora_alpha: float
     lora_target_modules: list[str]
+    sampling: SamplingParams = Field(description="How the policy is asked; every job and transition carries it")
     profile: str | None = None
 
-    def learner_config(self, base: LearnerConfig, max_completion_tokens: int) -> LearnerConfig:
+    @field_validator("sampling")
+    @classmethod
+    def _replayable(cls, sampling: SamplingParams) -> SamplingParams:
+        if sampling.structured_outputs == "json":
+            # The learner replays regex grammars only; under an unreplayed JSON grammar its
+            # log-probs would be over another distribution than the one vLLM sampled from.
+            raise ValueError("structured_outputs=json cannot be replayed by the learner: use regex or off")
+        return sampling
+
+    def learner_config(self, base: LearnerConfig) -> LearnerConfig:
         return base.model_copy(
             update={
                 "loss_type": self.loss_type,
@@ -63,9 +73,15 @@ class RunConfig(BaseModel):
                 "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha,
                 "lora_target_modules": tuple(self.lora_target_modules),
-                "max_completion_tokens": max_completion_tokens,
+                # Dr. GRPO's constant normaliser is the sampler's completion budget.
+                "max_completion_tokens": self.sampling.max_tokens,
             }
         )
+
+
+def profile_for(target: str) -> str | None:
+    """The run profile a trainer target implies: ``tiny`` for the CPU target's random-weight model."""
+    return "tiny" if target == "cpu" else None
 
 
 def load_defaults(path: str | Path) -> dict[str, Any]:
@@ -74,13 +90,28 @@ def load_defaults(path: str | Path) -> dict[str, Any]:
     return yaml.safe_load(p.read_text())
 
 
+def _profile(defaults: dict[str, Any], profile: str) -> dict[str, Any]:
+    if profile not in defaults.get("profiles", {}):
+        raise ValueError(f"profile {profile!r} is not in the run defaults' profiles")
+    return dict(defaults["profiles"][profile])
+
+
+def sampling_for(defaults: dict[str, Any], profile: str | None) -> SamplingParams:
+    """The ``sampling`` section of the run defaults, overridden by the profile's."""
+    sampling = dict(defaults["sampling"])
+    if profile:
+        sampling.update(_profile(defaults, profile).get("sampling", {}))
+    return SamplingParams.model_validate(sampling)
+
+
 def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, Any], profile: str | None) -> RunConfig:
     """Defaults from rl_config.yaml, overridden by the profile (e.g. ``tiny``), then by the spec."""
     grpo = dict(defaults["grpo"])
     lora = dict(defaults["lora"])
     if profile:
-        prof = dict(defaults.get("profiles", {}).get(profile, {}))
+        prof = _profile(defaults, profile)
         lora.update(prof.pop("lora", {}))
+        prof.pop("sampling", None)
         grpo.update(prof)
     overrides = {
         "num_generations": spec.num_generations,
@@ -105,5 +136,6 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         lora_r=lora["r"],
         lora_alpha=lora["alpha"],
         lora_target_modules=list(lora["target_modules"]),
+        sampling=sampling_for(defaults, profile),
         **{k: grpo[k] for k in RunConfig.model_fields if k in grpo},
     )

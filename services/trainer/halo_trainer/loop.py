@@ -3,8 +3,12 @@
     restore the latest checkpoint (adapter, optimizer, RNG, counters, un-acked results)
     serve the current adapter; evaluate the starting policy
     while episodes remain and nobody asked to stop:
-        keep `jobs_per_update` rollout jobs queued for the workers       (Redis job stream)
-        take `jobs_per_update` results; drop stale, infra and duplicate  (Redis results stream)
+        until `jobs_per_update` results are in:                          (Redis results stream)
+            keep that many jobs in flight for the workers                (Redis job stream)
+            a job that failed on infrastructure is replaced, not counted; while nothing
+                succeeds the replacements slow down (1 s, doubling to 30 s), wait for vLLM
+                and load the current adapter into it again; after `outage_wait_s` the run fails
+            drop stale and duplicate results
         advantages per group (A = r - mean r); one learner step           (halo_trainer.learner)
         every `sync_every` steps: save adapter v(k+1), load it into vLLM as `<run>-v<k+1>`,
             make it current for new samples, unload versions nobody may still use
@@ -14,6 +18,8 @@
 Results are acknowledged only after the checkpoint that includes their update is committed, so a
 `kill -9` at any point replays exactly the results whose effect was lost, and no result is used
 twice in the final weights (job ids already used are recorded with the acknowledgement).
+Results of jobs that failed on infrastructure are acknowledged at the same moment, so a job's fate
+(used, replaced, or still in flight) is always the one the last checkpoint recorded.
 """
 
 from __future__ import annotations
@@ -30,8 +36,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyTimeout, PolicyUnavailable
-from halo.prompts import tool_call_regex
+from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyError, PolicyTimeout, PolicyUnavailable
 from halo.queue import Delivery
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
@@ -46,7 +51,24 @@ from halo_trainer.worker import jobs_queue, results_queue
 logger = logging.getLogger("halo.trainer.loop")
 
 JOB_TIMEOUT_S = 900.0  # a queued job whose result never came (dead-lettered) stops being waited for
-POLICY_OUTAGE_S = 900.0  # how long the loop waits for a dead vLLM to come back before the run fails
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # pause between replacement rounds while nothing succeeds
+
+
+class InfrastructureOutage(RuntimeError):
+    """Every rollout failed on infrastructure (or vLLM stayed down) for longer than the run waits."""
+
+
+def infra_failure(result: RolloutResult) -> str | None:
+    """Why ``result`` is an infrastructure failure (nothing to learn or score from it), or None.
+
+    A job can also come back "complete" with every episode cut short by the infrastructure (the
+    browser died after the reset, say): such episodes say nothing about the policy either.
+    """
+    if result.infra_error is not None:
+        return result.infra_error
+    if result.episodes and all(e.infra_error for e in result.episodes):
+        return "every episode ended on an infrastructure error"
+    return None
 
 
 @dataclass
@@ -59,6 +81,7 @@ class Counters:
     jobs_published: int = 0
     eval_rounds: int = 0
     infra_failed_jobs: int = 0  # replaced by new jobs, never counted as episodes
+    jobs_timed_out: int = 0  # no result after JOB_TIMEOUT_S (dead-lettered): replaced
     inflight: dict[str, float] = field(default_factory=dict)  # job id -> time published
     pending_entries: list[str] = field(default_factory=list)  # results used since the last checkpoint
     pending_jobs: list[str] = field(default_factory=list)
@@ -92,10 +115,11 @@ class RunLoop:
         self.started = time.monotonic()
         self.stop = asyncio.Event()
         self.nonce = secrets.token_hex(3)
-        if policy.structured_outputs == "json":
-            # The learner replays regex grammars only; under an unreplayed JSON grammar its
-            # log-probs would be over another distribution than the one vLLM sampled from.
-            raise ValueError("structured_outputs=json cannot be replayed by the learner: use regex or off")
+        self.outage_wait_s: float = settings.outage_wait_s
+        self._outage_since: float | None = None  # monotonic time of the first failure since a success
+        self._last_failure = ""
+        self._next_try = 0.0
+        self._retry_s = RETRY_FIRST_S
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -106,7 +130,6 @@ class RunLoop:
         if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
             await self._evaluate()
         while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
-            await self._top_up_jobs()
             results = await self._collect(self.cfg.jobs_per_update, stop)
             if not results:
                 continue
@@ -130,7 +153,13 @@ class RunLoop:
 
     # -- rollouts ---------------------------------------------------------------------------------
     def _job(
-        self, index: int, *, purpose: str = "train", task: str | None = None, seed: int | None = None
+        self,
+        index: int,
+        *,
+        purpose: str = "train",
+        task: str | None = None,
+        seed: int | None = None,
+        attempt: int = 0,
     ) -> RolloutJob:
         cfg = self.cfg
         task = task or cfg.tasks[index % len(cfg.tasks)]
@@ -138,7 +167,7 @@ class RunLoop:
         # Eval ids are unique per attempt: an evaluation redone after a restart must really run
         # again, not be skipped as a duplicate of one whose results were already consumed.
         prefix = "j" if purpose == "train" else f"eval{self.c.eval_rounds}-{self.nonce}-"
-        job_id = f"{cfg.run_id}-{prefix}{index}"
+        job_id = f"{cfg.run_id}-{prefix}{index}" + (f"-r{attempt}" if attempt else "")
         train = purpose == "train"
         return RolloutJob(
             job_id=job_id,
@@ -153,31 +182,45 @@ class RunLoop:
             max_steps=cfg.max_steps,
             branch=cfg.branch,
             purpose=purpose,
+            sampling=cfg.sampling,
         )
 
     def _episodes_per_job(self) -> int:
         return 1 if self.cfg.group_mode is GroupMode.STEP else self.cfg.num_generations
 
-    async def _top_up_jobs(self) -> None:
+    def _jobs_needed(self) -> int:
+        return math.ceil((self.cfg.episodes - self.c.episodes_done) / self._episodes_per_job())
+
+    async def _top_up_jobs(self, target: int) -> None:
+        """Publish jobs until ``target`` are in flight or done (results buffered), at the allowed pace."""
         now = time.time()
         for job_id, at in list(self.c.inflight.items()):
             if now - at > JOB_TIMEOUT_S:
-                logger.warning("job %s: no result after %.0f s; no longer waited for", job_id, now - at)
+                logger.warning("job %s: no result after %.0f s; replacing it", job_id, now - at)
                 del self.c.inflight[job_id]
-        budget = math.ceil((self.cfg.episodes - self.c.episodes_done) / self._episodes_per_job())
-        while len(self.c.inflight) < self.cfg.jobs_per_update and len(self.c.inflight) < budget:
+                self.c.jobs_timed_out += 1
+        if len(self.c.inflight) + len(self.buffer) >= target or not await self._may_publish():
+            return
+        while len(self.c.inflight) + len(self.buffer) < target:
             job = self._job(self.c.jobs_published)
             await self.jobs.publish(job, dedup_id=job.job_id)
             self.c.inflight[job.job_id] = now
             self.c.jobs_published += 1
 
     async def _collect(self, count: int, stop: asyncio.Event) -> list[Delivery[RolloutResult]]:
-        """Wait for ``count`` train results (eval results are set aside for ``_evaluate``)."""
-        while len(self.buffer) < count and not stop.is_set():
+        """Wait for ``count`` train results (fewer when the episode budget needs fewer).
+
+        Jobs are topped up inside the wait, so a job that fails is replaced while the loop waits
+        and the wait never depends on jobs that no longer exist. Eval results are set aside for
+        ``_evaluate``.
+        """
+        while not stop.is_set():
+            target = min(count, self._jobs_needed())
+            if len(self.buffer) >= target:
+                break
+            await self._top_up_jobs(target)
             for d in await self.results.consume("learner", count=count, block_ms=1000):
                 await self._route(d)
-            if not self.c.inflight and self.buffer:
-                break  # the episode budget is spent: learn from what came back
         taken, self.buffer = self.buffer[:count], self.buffer[count:]
         return taken
 
@@ -187,18 +230,62 @@ class RunLoop:
             self.evals[r.job_id] = r
             await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
             return
-        self.c.inflight.pop(r.job_id, None)
-        if r.infra_error is not None:
-            # Nothing to learn from a job the infrastructure broke; `_top_up_jobs` replaces it.
-            logger.warning("job %s failed on infrastructure (%s); replacing it", r.job_id, r.infra_error[:200])
-            self.c.infra_failed_jobs += 1
-            await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
+        was_in_flight = self.c.inflight.pop(r.job_id, None) is not None
+        if (failure := infra_failure(r)) is not None:
+            # Nothing to learn from a job the infrastructure broke; `_top_up_jobs` replaces it. Its
+            # result is acknowledged with the next checkpoint, which also records it as replaced.
+            logger.warning("job %s failed on infrastructure (%s); replacing it", r.job_id, failure[:200])
+            if was_in_flight:  # a duplicate, or a job already replaced after its timeout, counts once
+                self.c.infra_failed_jobs += 1
+            self._failed(failure)
+            self.c.pending_entries.append(d.entry_id)
             return
         if r.job_id in self.c.pending_jobs or await self.redis.sismember(keys.used_jobs(self.cfg.run_id), r.job_id):
             logger.info("duplicate result of job %s dropped", r.job_id)
             await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
             return
+        self._succeeded()
         self.buffer.append(d)
+
+    # -- outages ----------------------------------------------------------------------------------
+    def _failed(self, why: str) -> None:
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+        self._last_failure = why
+
+    def _succeeded(self) -> None:
+        if self._outage_since is not None:
+            logger.info("rollouts succeed again after %.1f s of failures", time.monotonic() - self._outage_since)
+        self._outage_since, self._next_try, self._retry_s = None, 0.0, RETRY_FIRST_S
+
+    async def _may_publish(self) -> bool:
+        """Whether replacements may go out now; fails the run once the outage outlasts the wait.
+
+        While jobs keep failing, replacement rounds are spaced out (a dead service would otherwise
+        burn a job a second), and each round first checks that vLLM is up and serves the run's
+        current adapter: a restarted vLLM serves only the base model, so the adapter is loaded again
+        before any new job samples from it.
+        """
+        if self._outage_since is None:
+            return True
+        now = time.monotonic()
+        waited = now - self._outage_since
+        if waited > self.outage_wait_s:
+            raise InfrastructureOutage(
+                f"no rollout succeeded for {waited:.0f} s (the run waits {self.outage_wait_s:.0f} s, "
+                f"HALO_TRAINER_OUTAGE_WAIT_S); last failure: {self._last_failure[:500]}"
+            )
+        if now < self._next_try:
+            return False
+        self._next_try, self._retry_s = now + self._retry_s, min(self._retry_s * 2, RETRY_MAX_S)
+        try:
+            await self.policy.health()
+            await self._ensure_served(self.c.version)
+        except PolicyError as exc:
+            self._failed(f"policy server: {exc}")
+            logger.warning("policy server not ready (%s); replacements wait", exc)
+            return False
+        return True
 
     # -- learning ---------------------------------------------------------------------------------
     async def _update(self, results: list[Delivery[RolloutResult]]) -> dict[str, float]:
@@ -221,6 +308,7 @@ class RunLoop:
             "rollout/episodes_per_s": self.c.episodes_done / max(elapsed, 1e-9),
             "rollout/episodes_done": float(self.c.episodes_done),
             "rollout/infra_failed_jobs": float(self.c.infra_failed_jobs),
+            "rollout/jobs_timed_out": float(self.c.jobs_timed_out),
         }
         return metrics
 
@@ -230,9 +318,7 @@ class RunLoop:
             adv,
             self.processor,
             self.store,
-            history_limit=self.policy.history_limit,
             use_behaviour_logprobs=self.cfg.use_behaviour_logprobs,
-            grammar=tool_call_regex() if self.policy.structured_outputs == "regex" else None,
             vocab_size=self.learner.vocab_size,
         )
         metrics: dict[str, float] = {}
@@ -251,9 +337,9 @@ class RunLoop:
     async def _serve(self, version: int) -> None:
         """Make ``version`` the one new samples use: load it into vLLM (if needed), then tell the workers.
 
-        A vLLM that is down (restarting after a crash, say) is waited for, up to ``POLICY_OUTAGE_S``.
+        A vLLM that is down (restarting after a crash, say) is waited for, up to ``outage_wait_s``.
         """
-        deadline = time.monotonic() + POLICY_OUTAGE_S
+        deadline = time.monotonic() + self.outage_wait_s
         while True:
             try:
                 return await self._serve_once(version)
@@ -265,19 +351,29 @@ class RunLoop:
 
     async def _serve_once(self, version: int) -> None:
         record = self._version_record(version)
-        if version > 0:
-            served = {m["id"] for m in await self.policy.models()}
-            if record.adapter_name not in served:
-                if not Path(record.adapter_path).exists():
-                    self.learner.save_adapter(record.adapter_path)
-                # Workers in other processes may still sample from the previous version: old versions
-                # are unloaded by `_retire_old_versions`, by staleness, not by this client.
-                seconds = await self.policy.publish_adapter(
-                    record.adapter_name, record.adapter_path, retire_previous=False
-                )
-                self.latest["policy/adapter_load_s"] = seconds
+        await self._ensure_served(version)
         await self.redis.set(keys.policy(self.cfg.run_id), record.model_dump_json())
         await self._retire_old_versions(version)
+
+    async def _ensure_served(self, version: int) -> None:
+        """Load ``version``'s adapter into vLLM unless ``/v1/models`` already lists it.
+
+        After a vLLM restart this is the only version that must come back: every sample reads the
+        run's current version from Redis, so no new request names an older one, and the jobs that
+        sampled from older ones failed with the server.
+        """
+        if version == 0:
+            return
+        record = self._version_record(version)
+        if record.adapter_name in {m["id"] for m in await self.policy.models()}:
+            return
+        if not Path(record.adapter_path).exists():
+            self.learner.save_adapter(record.adapter_path)
+        # Workers in other processes may still sample from the previous version: old versions
+        # are unloaded by `_retire_old_versions`, by staleness, not by this client.
+        seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path, retire_previous=False)
+        self.latest["policy/adapter_load_s"] = seconds
+        logger.info("adapter %s loaded into vLLM from %s (%.2f s)", record.adapter_name, record.adapter_path, seconds)
 
     async def _publish_new_version(self) -> None:
         version = self.c.version + 1
@@ -287,8 +383,10 @@ class RunLoop:
 
     async def _retire_old_versions(self, current: int) -> None:
         """Unload adapters too old for any accepted transition (vLLM keeps a bounded number resident)."""
-        served = {m["id"] for m in await self.policy.models()}
         oldest_needed = current - self.cfg.max_staleness
+        if oldest_needed <= 1:
+            return  # no adapter is old enough yet
+        served = {m["id"] for m in await self.policy.models()}
         for v in range(max(1, oldest_needed - 5), oldest_needed):
             name = f"{self.cfg.run_id}-v{v}"
             if name in served:
@@ -296,22 +394,53 @@ class RunLoop:
 
     # -- evaluation -------------------------------------------------------------------------------
     async def _evaluate(self) -> dict[str, float]:
-        """Greedy episodes of the current policy on held-out seeds; success rate with a 95% interval."""
+        """Greedy episodes of the current policy on held-out seeds; success rate with a 95% interval.
+
+        Each of the ``eval_episodes`` seeds is one job. A job that fails on infrastructure is
+        never scored: it is played again (same task and seed, new job id), paced and bounded like
+        training's replacements. ``eval/episodes`` is how many ran; ``eval/episodes_asked`` how many
+        were asked for (fewer ran only after a stop or a job lost for ``JOB_TIMEOUT_S``).
+        """
         cfg = self.cfg
-        jobs = [
-            self._job(i, purpose="eval", task=cfg.tasks[i % len(cfg.tasks)], seed=EVAL_SEED_OFFSET + i)
-            for i in range(cfg.eval_episodes)
-        ]
+
+        def slot_job(i: int, attempt: int) -> RolloutJob:
+            task = cfg.tasks[i % len(cfg.tasks)]
+            return self._job(i, purpose="eval", task=task, seed=EVAL_SEED_OFFSET + i, attempt=attempt)
+
         self.evals = {}
-        for job in jobs:
-            await self.jobs.publish(job, dedup_id=job.job_id)
-        wanted = {j.job_id for j in jobs}
-        deadline = time.monotonic() + JOB_TIMEOUT_S
+        attempts = dict.fromkeys(range(cfg.eval_episodes), 0)
+        waiting: dict[int, tuple[RolloutJob, float]] = {}  # slot -> (its job in flight, when published)
+        to_publish = set(attempts)
+        done: dict[int, RolloutResult] = {}
+        replaced = 0
         # Workers drop a stopped run's jobs, so a stop ends the wait too.
-        while not wanted <= set(self.evals) and time.monotonic() < deadline and not self.stop.is_set():
+        while (to_publish or waiting) and not self.stop.is_set():
+            if to_publish and await self._may_publish():
+                for i in sorted(to_publish):
+                    job = slot_job(i, attempts[i])
+                    await self.jobs.publish(job, dedup_id=job.job_id)
+                    waiting[i] = (job, time.monotonic())
+                to_publish.clear()
             for d in await self.results.consume("learner", count=16, block_ms=1000):
                 await self._route(d)
-        episodes = [e for j in wanted if j in self.evals for e in self.evals[j].episodes]
+            for i, (job, at) in list(waiting.items()):
+                result = self.evals.pop(job.job_id, None)
+                if result is None:
+                    if time.monotonic() - at > JOB_TIMEOUT_S:
+                        logger.warning("eval job %s: no result after %.0f s; not scored", job.job_id, JOB_TIMEOUT_S)
+                        del waiting[i]
+                    continue
+                del waiting[i]
+                if (failure := infra_failure(result)) is not None or any(e.infra_error for e in result.episodes):
+                    logger.warning("eval job %s failed on infrastructure (%s); playing it again", job.job_id, failure)
+                    self._failed(failure or "an eval episode ended on an infrastructure error")
+                    attempts[i] += 1
+                    replaced += 1
+                    to_publish.add(i)
+                else:
+                    self._succeeded()
+                    done[i] = result
+        episodes = [e for r in done.values() for e in r.episodes]
         successes = sum(1 for e in episodes if e.success)
         low, high = wilson_interval(successes, len(episodes))
         self.c.eval_rounds += 1
@@ -320,19 +449,23 @@ class RunLoop:
             "eval/ci_low": low,
             "eval/ci_high": high,
             "eval/episodes": float(len(episodes)),
+            "eval/episodes_asked": float(cfg.eval_episodes),
+            "eval/infra_replaced": float(replaced),
             "eval/mean_return": sum(e.episode_return for e in episodes) / max(len(episodes), 1),
             "eval/policy_version": float(self.c.version),
         }
         with (self.run_dir / "eval.jsonl").open("a") as fh:
             fh.write(json.dumps({"update": self.c.updates, "time": time.time(), **out}) + "\n")
         logger.info(
-            "eval after %d updates (v%d): success %.3f [%.3f, %.3f] over %d episodes",
+            "eval after %d updates (v%d): success %.3f [%.3f, %.3f] over %d of %d episodes (%d replaced)",
             self.c.updates,
             self.c.version,
             out["eval/success_rate"],
             low,
             high,
             len(episodes),
+            cfg.eval_episodes,
+            replaced,
         )
         return out
 

@@ -15,6 +15,9 @@ transition of episode i is credited the episode's return (A_i = R_i - mean(R) in
 
 Infrastructure failures (browser crash, timeouts, a service down) are never scored: the
 transition is flagged ``infra_error`` and the learner drops it.
+
+A job whose run is stopped while it plays is abandoned before its next step (its sessions are
+closed) and comes back as an infrastructure failure that nobody waits for.
 """
 
 from __future__ import annotations
@@ -56,6 +59,18 @@ class Services:
     # The run's current policy version, read before every sample: a job does not pin a version,
     # each transition records the one that produced it, and the learner drops stale ones.
     current_policy: Callable[[str], Awaitable[PolicyVersion]]
+
+
+StopCheck = Callable[[], Awaitable[bool]]
+
+
+class RunStopped(Exception):
+    """The job's run was stopped: the job is abandoned between two steps."""
+
+
+async def _check_stop(stopped: StopCheck | None, job: RolloutJob, step: int) -> None:
+    if stopped is not None and step > 0 and await stopped():
+        raise RunStopped(f"abandoned at step {step}: run {job.run_id} was stopped")
 
 
 @dataclass
@@ -160,6 +175,7 @@ def _transition(
         completion_text=branch.candidate.text[:20_000],
         completion_token_ids=branch.candidate.token_ids,
         behaviour_logprobs=branch.candidate.logprobs,
+        sampling=job.sampling,
         action=branch.candidate.action,
         parse_error=branch.candidate.parse_error,
         reward=branch.reward,
@@ -191,7 +207,14 @@ async def _sample(
     version = await svc.current_policy(job.run_id) if job.purpose == "train" else job.policy
     seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
     result = await svc.policy.sample_actions(
-        png, obs.goal, history, n=n, temperature=job.temperature, seed=seed, model=version.adapter_name
+        png,
+        obs.goal,
+        history,
+        n=n,
+        temperature=job.temperature,
+        seed=seed,
+        model=version.adapter_name,
+        sampling=job.sampling,
     )
     prompt = PromptRecord(
         goal=obs.goal,
@@ -249,7 +272,7 @@ class Trace:
         )
 
 
-async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
+async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
     """One episode that branches N ways at every state (see module docstring)."""
     rng = random.Random(job.seed)
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
@@ -260,6 +283,7 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
     parent: str | None = None
     try:
         for step in range(job.max_steps):
+            await _check_stop(stopped, job, step)
             candidates, prompt, version = await _sample(svc, job, obs, history, job.group_size, step)
             # Candidate 0 runs in the session itself, the others in N-1 exact copies of it: a fork
             # costs a page load in a fresh context, the most expensive part of a step group.
@@ -298,7 +322,9 @@ async def run_step_groups(svc: Services, job: RolloutJob) -> RolloutResult:
     )
 
 
-async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Transition], EpisodeSummary]:
+async def _episode(
+    svc: Services, job: RolloutJob, index: int, stopped: StopCheck | None = None
+) -> tuple[list[Transition], EpisodeSummary]:
     """One plain episode: one sample per step (greedy when temperature is 0)."""
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
     session, obs = reset.observation.session_id, reset.observation
@@ -307,6 +333,7 @@ async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Tra
     history: list[str] = []
     try:
         for step in range(job.max_steps):
+            await _check_stop(stopped, job, step)
             [cand], prompt, version = await _sample(svc, job, obs, history, 1, step, episode=index)
             tid = f"{job.job_id}-e{index}-s{step}"
             parent = transitions[-1].transition_id if transitions else None
@@ -322,9 +349,9 @@ async def _episode(svc: Services, job: RolloutJob, index: int) -> tuple[list[Tra
     return transitions, trace.summary(job)
 
 
-async def run_episode_group(svc: Services, job: RolloutJob) -> RolloutResult:
+async def run_episode_group(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
     """N full episodes of the same task and seed; advantages come from their returns."""
-    played = await asyncio.gather(*(_episode(svc, job, i) for i in range(job.group_size)))
+    played = await asyncio.gather(*(_episode(svc, job, i, stopped) for i in range(job.group_size)))
     return RolloutResult(
         job_id=job.job_id,
         run_id=job.run_id,
@@ -335,15 +362,18 @@ async def run_episode_group(svc: Services, job: RolloutJob) -> RolloutResult:
     )
 
 
-async def run_job(svc: Services, job: RolloutJob) -> RolloutResult:
-    """Play a job; an infrastructure failure becomes a result that says so (never a score)."""
+async def run_job(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
+    """Play a job; an infrastructure failure becomes a result that says so (never a score).
+
+    ``stopped`` is asked before every step after the first: True abandons the job there.
+    """
     started = time.perf_counter()
     try:
         if job.group_mode is GroupMode.STEP and job.group_size > 1:
-            result = await run_step_groups(svc, job)
+            result = await run_step_groups(svc, job, stopped)
         else:
-            result = await run_episode_group(svc, job)
-    except (ServiceError, PolicyError) as exc:
+            result = await run_episode_group(svc, job, stopped)
+    except (ServiceError, PolicyError, RunStopped) as exc:
         logger.warning("job %s failed on infrastructure: %s", job.job_id, exc)
         result = RolloutResult(
             job_id=job.job_id,

@@ -16,18 +16,46 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
+from pydantic import ValidationError
 
-from halo.policy_client import PolicyClient
+from halo.policy_client import PolicyClient, PolicyError
 from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
-from halo.settings.policy import PolicySettings
+from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
-from halo_trainer.config import RunConfig, load_defaults, resolve
+from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 
 logger = logging.getLogger("halo.trainer.runs")
 EVENTS_KEPT = 500
+
+
+class ModelMismatch(RuntimeError):
+    """The model the learner would load is not the one the policy server serves."""
+
+
+def learner_model(settings: TrainerSettings, *, build: bool) -> str:
+    """The model the learner loads: the trainer's own setting, else its target's default.
+
+    On the cpu target that is the tiny Qwen3-VL, which the builder makes deterministically (same
+    folder, same weights as the policy service's), so the trainer finds or builds it itself.
+    """
+    if settings.model:
+        return settings.model
+    if settings.target == "gpu":
+        return GPU_DEFAULT_MODEL
+    from halo_policy.tiny_model import build_tiny_model, default_model_dir
+
+    return str(build_tiny_model() if build else default_model_dir())
+
+
+def same_model(a: str, b: str) -> bool:
+    """Hugging Face names compare as text; folders compare as resolved paths."""
+    if a == b:
+        return True
+    pa, pb = Path(a), Path(b)
+    return (pa.is_absolute() or pa.exists()) and (pb.is_absolute() or pb.exists()) and pa.resolve() == pb.resolve()
 
 
 def new_run_id(spec: RunSpec) -> str:
@@ -84,7 +112,7 @@ class RunManager:
     async def create(self, spec: RunSpec, tasks: list[str]) -> RunStatus:
         run_id = new_run_id(spec)
         run_dir = self.settings.runs_dir / run_id
-        profile = "tiny" if PolicySettings().target == "cpu" else None
+        profile = profile_for(self.settings.target)
         cfg = resolve(spec, run_id, tasks, load_defaults(self.settings.rl_config), profile)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(
@@ -117,7 +145,14 @@ class RunManager:
                     status.state, status.error = RunState.FAILED, "interrupted before its config was written"
                     await self.registry.save(status)
                     continue
-                cfg = RunConfig.model_validate(json.loads(cfg_path.read_text())["run"])
+                try:
+                    cfg = RunConfig.model_validate(json.loads(cfg_path.read_text())["run"])
+                except (ValidationError, ValueError, KeyError) as exc:
+                    # A config from an older trainer (no sampling section, say) cannot be resumed
+                    # faithfully; fail that run rather than the trainer's start.
+                    status.state, status.error = RunState.FAILED, f"cannot resume: config.json is not valid: {exc}"
+                    await self.registry.save(status)
+                    continue
                 logger.info("resuming interrupted run %s", status.run_id)
                 self._start(cfg, status)
 
@@ -141,14 +176,39 @@ class RunManager:
 
     def _learner_parts(self, cfg: RunConfig):
         from halo_policy.logprobs import load_processor
-        from halo_policy.server import resolve_model
         from halo_trainer.learner import Learner
 
-        model_path = self.settings.model_path or resolve_model(PolicySettings(), build=True)
+        model_path = learner_model(self.settings, build=True)
         processor = load_processor(model_path)
-        learner_cfg = cfg.learner_config(self.settings.learner, self.policy.max_tokens)
-        learner = Learner.from_pretrained(model_path, learner_cfg, device=self.settings.device)
+        learner_cfg = cfg.learner_config(self.settings.learner)
+        learner = Learner.from_pretrained(model_path, learner_cfg, device=self.settings.resolved_device())
         return learner, processor
+
+    async def check_served_model(self) -> None:
+        """Refuse to train a model other than the one vLLM serves (its ``/v1/models`` ``root``).
+
+        The learner's log-probs and adapters are only meaningful for the served weights; a mismatch
+        (a trainer set to the tiny model beside an 8B vLLM, say) would otherwise train on garbage.
+        An unreachable server is not an error here: the run loop waits for it.
+        """
+        try:
+            served = {m.get("id"): m for m in await self.policy.models()}
+        except PolicyError as exc:
+            logger.warning("cannot check the served model yet (%s); the run loop will wait for vLLM", exc)
+            return
+        name = self.settings.policy_model_name
+        if name not in served:
+            raise ModelMismatch(
+                f"vLLM at {self.policy.base_url} serves no model named {name!r} (HALO_TRAINER_POLICY_MODEL_NAME); "
+                f"it serves {sorted(str(k) for k in served)}"
+            )
+        root = str(served[name].get("root") or "")
+        mine = learner_model(self.settings, build=False)
+        if not same_model(root, mine):
+            raise ModelMismatch(
+                f"the trainer would train {mine} but vLLM serves {root} as {name!r}: set HALO_TRAINER_MODEL "
+                "(and HALO_TRAINER_TARGET) to the policy server's model"
+            )
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         from halo_trainer.loop import RunLoop
@@ -166,6 +226,7 @@ class RunManager:
         try:
             status.state = RunState.RUNNING
             await self.registry.save(status)
+            await self.check_served_model()
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
             loop = RunLoop(
                 cfg,

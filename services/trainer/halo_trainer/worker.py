@@ -66,7 +66,7 @@ async def work(
             return
         heartbeat = asyncio.create_task(_heartbeat(jobs, name, delivery, settings.job_claim_idle_s / 3))
         try:
-            result = await run_job(services, job)
+            result = await run_job(services, job, lambda: redis.sismember(keys.STOPPED_RUNS, job.run_id))
         finally:
             heartbeat.cancel()
         # Published before the job is acknowledged: a crash in between replays the job, and the
@@ -87,10 +87,19 @@ async def _heartbeat(queue: StreamQueue, consumer: str, delivery: Delivery, ever
         await queue.touch(consumer, delivery)
 
 
+def policy_client(settings: TrainerSettings) -> PolicyClient:
+    """The trainer's client of vLLM, from the trainer's own settings only.
+
+    It holds no sampling defaults the trainer relies on: every request passes its job's
+    ``SamplingParams`` (the run's config), so workers serving several runs ask each run's way.
+    """
+    return PolicyClient(settings.policy_url, settings.policy_model_name, timeout_s=settings.request_timeout_s)
+
+
 def make_services(settings: TrainerSettings, redis: aioredis.Redis) -> Services:
     return Services(
         env=EnvClient(settings.env_url, timeout_s=settings.request_timeout_s),
-        policy=PolicyClient.from_settings(),
+        policy=policy_client(settings),
         reward=RewardClient(settings.reward_url, timeout_s=settings.request_timeout_s),
         current_policy=current_policy_reader(redis),
     )

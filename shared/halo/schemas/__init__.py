@@ -37,6 +37,8 @@ from halo.schemas.rollout import (
     PromptRecord,
     RolloutJob,
     RolloutResult,
+    SamplingParams,
+    StructuredMode,
     Transition,
 )
 from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus
@@ -79,6 +81,8 @@ __all__ = [
     "StepRequest",
     "StepResponse",
     "Task",
+    "SamplingParams",
+    "StructuredMode",
     "Transition",
     "ValidationResult",
     "Viewport",

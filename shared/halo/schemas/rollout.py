@@ -5,10 +5,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.base import Message
+from halo.schemas.env import Viewport
 from halo.schemas.reward import Id, RewardBreakdown
 
 
@@ -33,6 +34,25 @@ class PolicyVersion(Message):
     created_at: float
 
 
+StructuredMode = Literal["off", "regex", "json"]
+
+
+class SamplingParams(Message):
+    """How the policy is asked for actions: part of the run's config, carried by every job and transition.
+
+    The learner rebuilds each prompt (goal, history cut to ``history_limit``, the tool described
+    for ``viewport``) and replays the structured-output grammar from these values alone, so what
+    it trains on is what vLLM sampled, whichever client or process did the sampling.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens: Annotated[int, Field(ge=8, le=32_768)]  # completion budget per candidate, tokens
+    structured_outputs: StructuredMode  # off, regex (Qwen's exact tool-call format) or json (schema)
+    history_limit: Annotated[int, Field(ge=0, le=256)]  # previous actions listed in the prompt
+    viewport: Viewport  # the screen size the prompt describes (the env's viewport)
+
+
 class RolloutJob(Message):
     job_id: Id
     run_id: Id
@@ -46,6 +66,7 @@ class RolloutJob(Message):
     max_steps: Annotated[int, Field(ge=1, le=200)]
     branch: BranchPolicy = BranchPolicy.SAMPLED
     purpose: Literal["train", "eval"] = "train"
+    sampling: SamplingParams
 
 
 class PromptRecord(Message):
@@ -70,6 +91,7 @@ class Transition(Message):
     completion_text: str
     completion_token_ids: list[int]
     behaviour_logprobs: list[float]  # per completion token, from vLLM at sampling time
+    sampling: SamplingParams  # how it was sampled: the learner rebuilds prompt and grammar mask from it
     action: Action | None = None
     parse_error: ActionParseError | None = None
     reward: RewardBreakdown

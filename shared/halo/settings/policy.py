@@ -13,10 +13,11 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from halo.schemas.rollout import StructuredMode as _StructuredMode
 from halo.settings import HaloSettings
 
 GPU_DEFAULT_MODEL = "Qwen/Qwen3-VL-8B-Instruct"
-StructuredMode = Literal["off", "regex", "json"]
+StructuredMode = _StructuredMode  # one definition, in the schemas (a run config field)
 
 
 class PolicySettings(HaloSettings):

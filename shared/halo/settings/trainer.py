@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import ipaddress
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
@@ -57,7 +58,6 @@ class LearnerConfig(BaseModel):
         256,
         description="Dr. GRPO's constant normaliser, in tokens: the sampler's max_tokens; longer completions are rejected",
     )
-    grpo_std_eps: Annotated[float, Field(gt=0)] = Field(1e-4, description="grpo only: A = (r - mean) / (std + eps)")
     micro_batch_size: Annotated[int, Field(ge=1)] = Field(
         8, description="Sequences per forward/backward pass (gradients accumulate to one step)"
     )
@@ -74,11 +74,25 @@ class TrainerSettings(HaloSettings):
     host: str = Field("127.0.0.1", description="Bind address")
     port: int = Field(8400, description="HTTP port of the run API")
     api_token: SecretStr = Field(
-        SecretStr(""), description="Bearer token for mutating endpoints; empty = open (local only)"
+        SecretStr(""),
+        description="Bearer token for mutating endpoints; empty = open, allowed only on a loopback bind address",
     )
     env_url: str = Field("http://127.0.0.1:8100", description="Environment service")
     reward_url: str = Field("http://127.0.0.1:8200", description="Reward service")
-    policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server")
+    policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server the rollout workers sample from")
+    policy_model_name: str = Field(
+        "halo-base", description="Name vLLM serves the base model under (policy version 0 samples from it)"
+    )
+    target: Literal["cpu", "gpu"] = Field(
+        "cpu",
+        description="cpu: the learner loads the tiny Qwen3-VL and runs use the `tiny` profile; "
+        "gpu: Qwen3-VL-8B-Instruct on CUDA with the seeds' hyper-parameters",
+    )
+    model: str | None = Field(
+        None,
+        description="Model the learner loads (path or Hugging Face name); None = the tiny model the project "
+        "builds (cpu) or Qwen/Qwen3-VL-8B-Instruct (gpu). Must be the model vLLM serves (checked at run start)",
+    )
     learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
     rollout_workers: Annotated[int, Field(ge=0, le=64)] = Field(
         2, description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)"
@@ -90,11 +104,34 @@ class TrainerSettings(HaloSettings):
         3, description="Deliveries of a job before it goes to the dead-letter stream"
     )
     request_timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, description="Timeout of one env/reward call, s")
-    rl_config: str = Field("configs/rl_config.yaml", description="Run defaults (relative to the repository root)")
-    model_path: str | None = Field(
-        None, description="Model the learner trains; None = the policy server's (the tiny model on the CPU target)"
+    outage_wait_s: Annotated[float, Field(gt=0)] = Field(
+        900.0,
+        description="A run whose rollouts all fail on infrastructure (or whose vLLM is down) this long fails, s",
     )
-    device: str = Field("cpu", description="Torch device of the learner: cpu or cuda")
+    rl_config: str = Field("configs/rl_config.yaml", description="Run defaults (relative to the repository root)")
+    device: str | None = Field(None, description="Torch device of the learner; None = cpu (cpu target), cuda (gpu)")
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )
+
+    def resolved_device(self) -> str:
+        return self.device or ("cpu" if self.target == "cpu" else "cuda")
+
+    def exposure_problem(self) -> str | None:
+        """Why serving on ``host`` would be unsafe, or None: an open run API must stay on loopback."""
+        if self.api_token.get_secret_value() or _is_loopback(self.host):
+            return None
+        return (
+            f"refusing to serve the run API on {self.host}:{self.port} without a token: anyone who reaches "
+            "that address could start runs. Set HALO_TRAINER_API_TOKEN (`make up` writes a random one to .env) "
+            "or bind to 127.0.0.1 (HALO_TRAINER_HOST)."
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to any interface
