@@ -26,6 +26,7 @@ from halo.schemas import (
     Task,
     ValidationResult,
 )
+from halo.schemas.tasks import TaskReachability
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -139,6 +140,12 @@ class EnvClient(_Client):
     async def tasks(self, domain: str | None = None) -> list[Task]:
         params = {"domain": domain} if domain else None
         return [Task.model_validate(t) for t in (await self._request("GET", "/tasks", params=params)).json()]
+
+    async def reachability(self, domain: str, timeout_s: float = 3.0) -> list[TaskReachability]:
+        """Whether each of ``domain``'s tasks' sites answers from the env service (one probe per origin)."""
+        params = {"domain": domain, "timeout_s": timeout_s}
+        response = await self._request("GET", "/tasks/reachability", params=params, timeout=timeout_s + 30)
+        return [TaskReachability.model_validate(t) for t in response.json()]
 
 
 class RewardClient(_Client):

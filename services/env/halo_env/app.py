@@ -29,12 +29,14 @@ from halo.schemas import (
     Task,
     ValidationResult,
 )
+from halo.schemas.tasks import TaskReachability
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError, add_health_routes, install_error_handlers
 from halo.settings import log_settings
 from halo.settings.env import EnvSettings
 from halo_env.backends.base import TaskBackend
 from halo_env.backends.local import LocalCloneBackend
+from halo_env.backends.reachability import reachability
 from halo_env.backends.real import RealBackend
 from halo_env.pool import BrowserPool
 from halo_env.sessions import SessionManager
@@ -134,6 +136,15 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
         m: Manager, domain: Annotated[str | None, Query(max_length=40, pattern=r"^[a-z0-9_\-]+$")] = None
     ) -> list[Task]:
         return m.tasks(domain)
+
+    @app.get("/tasks/reachability", response_model=list[TaskReachability], tags=["tasks"])
+    async def tasks_reachability(
+        m: Manager,
+        domain: Annotated[str, Query(min_length=1, max_length=40, pattern=r"^[a-z0-9_\-]+$")],
+        timeout_s: Annotated[float, Query(gt=0, le=30)] = 3.0,
+    ) -> list[TaskReachability]:
+        """Whether each of the domain's tasks' sites answers from here (one probe per origin)."""
+        return await reachability(m.tasks(domain), m.backend_for, timeout_s)
 
     @app.get("/stats", tags=["ops"])
     async def stats(request: Request, m: Manager) -> dict:
