@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import StreamingResponse
 
-from halo.clients import EnvClient, ServiceError
+from halo.clients import EnvClient
 from halo.logging import setup_logging
 from halo.schemas import RunSpec, RunStatus
 from halo.screenshots import ScreenshotStore
@@ -26,6 +26,7 @@ from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.metrics import MetricsLog
 from halo_trainer.runs import RunManager
+from halo_trainer.task_sets import TaskSetError, choose_tasks
 from halo_trainer.worker import make_services, work
 
 
@@ -109,16 +110,14 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
             raise HTTPError(409, f"run {busy} is training; stop it first (one run per trainer)")
         env: EnvClient = request.app.state.env
         try:
-            available = [t.id for t in await env.tasks(spec.domain)]
-        except ServiceError as exc:
-            raise HTTPError(503, f"cannot list tasks: {exc}") from exc
-        if not available:
-            raise HTTPError(422, f"no tasks for domain {spec.domain!r}")
-        tasks = spec.tasks or available
-        unknown = sorted(set(tasks) - set(available))
-        if unknown:
-            raise HTTPError(422, f"unknown tasks for {spec.domain}: {', '.join(unknown[:5])}")
-        return await mgr.create(spec, tasks)
+            chosen = await choose_tasks(env, spec)
+        except TaskSetError as exc:
+            raise HTTPError(exc.status, str(exc)) from exc
+        status = await mgr.create(spec, chosen.tasks)
+        if chosen.note:
+            status.tasks_left_out, status.task_set_note = chosen.left_out, chosen.note
+            await mgr.registry.save(status)
+        return status
 
     @app.get("/runs", response_model=list[RunStatus], tags=["runs"])
     async def list_runs(request: Request) -> list[RunStatus]:
