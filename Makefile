@@ -7,7 +7,7 @@ PY := .venv/bin/python
 HALO := .venv/bin/halo
 PYTEST := .venv/bin/pytest
 
-.PHONY: setup up down train eval test test-fast bench lint format stack-up stack-down health clean
+.PHONY: setup up down train eval test test-fast bench lint format stack-up stack-down health clean compose-test
 
 setup:            ## install system packages and the locked Python environment (idempotent)
 	@bash scripts/setup.sh
@@ -17,6 +17,9 @@ up:               ## GPU box: the whole Compose stack, waiting for every healthc
 
 down:             ## GPU box: stop the Compose stack
 	docker compose down
+
+compose-test: setup  ## the Compose stack built and run here (CPU target): healthy, a short run, down (docs/compose.md)
+	bash scripts/compose_test.sh
 
 train: setup      ## train on DOMAIN (local stack started if needed); e.g. make train DOMAIN=omnizon
 	$(HALO) train --domain $(DOMAIN) $(if $(EPISODES),--episodes $(EPISODES),)

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# docker-compose on the CPU target: docker-compose.yml with docker-compose.cpu.yml on top, run as
+# project "halo-cpu" (HALO_CPU_PROJECT). Any docker-compose arguments pass through:
+#
+#   scripts/compose_cpu.sh build | up -d | ps | logs policy | down -v
+#
+# Compose merges lists from an override by union and (v1) cannot delete keys, so two things of the
+# GPU file survive any override: the NVIDIA device reservations (the engine refuses to start a
+# container that asks for a GPU driver it does not have) and the published ports (meaningless with
+# host networking). This script resolves both files with `docker-compose config`, drops exactly
+# those two keys, and runs Compose on the result (var/compose/cpu.yml). Nothing else changes.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PROJECT="${HALO_CPU_PROJECT:-halo-cpu}"
+PY="${HALO_PYTHON_BIN:-$ROOT/.venv/bin/python}"
+[ -x "$PY" ] || PY=python3
+
+# Extra CA certificates for pip inside the builds: by default the ones this host added to its own
+# trust store (Debian's local CA folder; empty on most machines). A TLS-intercepting proxy needs them.
+if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
+  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
+  export HALO_EXTRA_CA_CERTS
+fi
+
+mkdir -p var/compose
+resolved="var/compose/cpu.yml"
+docker-compose -p "$PROJECT" -f docker-compose.yml -f docker-compose.cpu.yml config \
+  | "$PY" -c '
+import sys, yaml
+doc = yaml.safe_load(sys.stdin)
+for svc in doc["services"].values():
+    devices = svc.get("deploy", {}).get("resources", {}).get("reservations", {})
+    devices.pop("devices", None)
+    if svc.get("network_mode") == "host":
+        svc.pop("ports", None)
+yaml.safe_dump(doc, sys.stdout, sort_keys=False)
+' > "$resolved.tmp"
+mv "$resolved.tmp" "$resolved"
+exec docker-compose -p "$PROJECT" --project-directory "$ROOT" -f "$resolved" "$@"
