@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -197,22 +198,29 @@ class BodyGuard:
 def add_health_routes(
     app: FastAPI, service: str, checks: dict[str, ReadyCheck] | None = None, timeout_s: float = 5.0
 ) -> None:
-    """``/health``: the process answers. ``/ready``: every dependency check passes (503 otherwise)."""
+    """``/health`` (liveness): the process runs and its event loop answers; no dependency is checked,
+    so a busy service or one whose dependency is down is still alive. ``/ready`` (readiness): every
+    dependency check passes (503 otherwise, naming what failed)."""
     started = time.time()
+    pid = os.getpid()
 
     @app.get("/health", tags=["ops"])
     async def health() -> dict:
-        return {"status": "ok", "service": service, "uptime_s": round(time.time() - started, 1)}
+        # The pid lets `halo stack up` tell its own instance from another program on the port.
+        return {"status": "ok", "service": service, "pid": pid, "uptime_s": round(time.time() - started, 1)}
+
+    async def run(check: ReadyCheck) -> str:
+        try:
+            await asyncio.wait_for(check(), timeout_s)
+            return "ok"
+        except Exception as exc:  # a failed dependency is the answer, not an error
+            return f"failed: {type(exc).__name__}: {str(exc)[:200]}"
 
     @app.get("/ready", tags=["ops"])
     async def ready() -> JSONResponse:
-        results: dict[str, str] = {}
-        for name, check in (checks or {}).items():
-            try:
-                await asyncio.wait_for(check(), timeout_s)
-                results[name] = "ok"
-            except Exception as exc:  # a failed dependency is the answer, not an error
-                results[name] = f"failed: {type(exc).__name__}: {str(exc)[:200]}"
+        # Concurrently: one answer takes the slowest check's time, not the sum of all of them.
+        names = list(checks or {})
+        results = dict(zip(names, await asyncio.gather(*(run(checks[n]) for n in names)), strict=True))
         ok = all(v == "ok" for v in results.values())
         return JSONResponse({"ready": ok, "service": service, "checks": results}, status_code=200 if ok else 503)
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from halo import stack
+from tests.conftest import REDIS_URL, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HALO = [sys.executable, "-m", "halo.cli.main"]
@@ -61,3 +66,181 @@ def test_stack_up_starts_redis_and_services_then_down_stops_them(tmp_path):
         with pytest.raises(httpx.HTTPError):
             httpx.get(f"http://127.0.0.1:{ports[name]}/health", timeout=1)
     assert not (tmp_path / "stack" / "stack.json").exists()
+
+
+# -- never two instances; every started process stopped; logs appended -----------------------------
+def _stack_env(tmp_path: Path, **ports: int) -> dict[str, str]:
+    env = {**os.environ, "HALO_DATA_DIR": str(tmp_path), "HALO_REDIS_URL": REDIS_URL}
+    for name, port in ports.items():
+        env[f"HALO_{name.upper()}_PORT"] = str(port)
+    return env
+
+
+def _processes_of(data_dir: Path) -> list[int]:
+    """Live (non-zombie) processes whose environment names ``data_dir``: everything a stack started."""
+    marker = f"HALO_DATA_DIR={data_dir}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _record(data_dir: Path, service: str) -> list[dict]:
+    state = json.loads((data_dir / "stack" / "stack.json").read_text())
+    return [p for p in state["processes"] if p["service"] == service]
+
+
+@pytest.mark.slow
+def test_up_never_starts_a_second_instance_of_a_busy_service(tmp_path):
+    """The issue's double start: a service too busy to answer is alive; `up` waits, never starts another."""
+    ports = {"sites": free_port(), "reward": free_port()}
+    env = _stack_env(tmp_path, **ports)
+    args = ["stack", "up", "-s", "sites", "-s", "reward"]
+    log = tmp_path / "stack" / "logs" / "reward.log"
+    try:
+        first = subprocess.run([*HALO, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert first.returncode == 0, first.stdout + first.stderr
+        [reward] = _record(tmp_path, "reward")
+        first_log = log.read_text()
+        assert first_log.count("===== ") == 1 and "resolved settings RewardSettings" in first_log
+
+        os.kill(reward["pid"], signal.SIGSTOP)  # busy: holds its port, answers nothing, not even /health
+        try:
+            again = subprocess.Popen(
+                [*HALO, *args], env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            lines = []
+            for line in again.stdout:
+                lines.append(line)
+                if "does not answer /health yet; waiting, not starting another" in line:
+                    break
+            assert f"pid {reward['pid']} (started earlier)" in lines[-1], "".join(lines)
+        finally:
+            os.kill(reward["pid"], signal.SIGCONT)
+        rest, _ = again.communicate(timeout=300)
+        output = "".join(lines) + rest
+        assert again.returncode == 0, output
+        assert "starting (pid" not in output and "sites    already running" in output
+
+        # still the one instance, still recorded, its log appended to and never truncated
+        assert [p["pid"] for p in _record(tmp_path, "reward")] == [reward["pid"]]
+        assert log.read_text().startswith(first_log)
+        assert httpx.get(f"http://127.0.0.1:{ports['reward']}/health").json()["pid"] == reward["pid"]
+        started = set(_processes_of(tmp_path))
+        assert reward["pid"] in started
+    finally:
+        down = subprocess.run([*HALO, "stack", "down"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert f"reward   stopped (pid {reward['pid']})" in down.stdout
+    assert _processes_of(tmp_path) == []
+
+
+def test_up_refuses_a_port_held_by_another_program(tmp_path, monkeypatch):
+    with _HttpStub() as stub:
+        for key, value in _stack_env(tmp_path, sites=stub.port).items():
+            monkeypatch.setenv(key, value)
+        said: list[str] = []
+        with pytest.raises(RuntimeError) as err:
+            stack.up(["sites"], say=said.append)
+    message = str(err.value)
+    assert f"port {stub.port} (sites's port" in message and "HTTP 404" in message and "HALO_SITES_PORT" in message
+    assert stub.paths == ["/health"]  # it was asked what it is, nothing more
+    assert not (tmp_path / "stack" / "logs" / "sites.log").exists()  # nothing was started
+    assert _processes_of(tmp_path) == []
+
+
+def test_down_stops_recorded_processes_but_never_a_recycled_pid(tmp_path, monkeypatch):
+    monkeypatch.setenv("HALO_DATA_DIR", str(tmp_path))
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        start = stack.process_start_id(stranger.pid)
+        assert start is not None
+        stack.save_state(
+            stack.StackState(
+                redis_url=REDIS_URL,
+                processes=[
+                    stack.ProcessRecord("sites", mine.pid, stack.process_start_id(mine.pid)),
+                    # the pid a trainer once had, now another program's: its start time differs
+                    stack.ProcessRecord("trainer", stranger.pid, start - 1),
+                ],
+            )
+        )
+        said: list[str] = []
+        stack.down(say=said.append)
+        # `down` reaped it (the test process is its parent): gone is what matters
+        assert mine.poll() is not None and not Path(f"/proc/{mine.pid}").exists()
+        assert stranger.poll() is None
+        assert f"  trainer  pid {stranger.pid} gone (exited, or the pid is another program's now): left alone" in said
+        assert f"  sites    stopped (pid {mine.pid})" in said
+        assert not stack.state_path().exists()
+    finally:
+        for proc in (mine, stranger):
+            proc.kill()
+            proc.wait()
+
+
+def test_state_files_without_start_ids_match_by_command_line(tmp_path, monkeypatch):
+    """A state file written before start times were recorded: its processes are still stopped."""
+    monkeypatch.setenv("HALO_DATA_DIR", str(tmp_path))
+    sites = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)", "halo_sites"], start_new_session=True
+    )
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        legacy = {
+            "redis_url": REDIS_URL,
+            "redis_pid": None,
+            "services": [
+                {"name": "sites", "url": "", "pid": sites.pid, "log": None, "started_by_stack": True},
+                {"name": "env", "url": "", "pid": other.pid, "log": None, "started_by_stack": True},
+                {"name": "reward", "url": "", "pid": None, "log": None, "started_by_stack": False},
+            ],
+        }
+        stack.state_path().parent.mkdir(parents=True)
+        stack.state_path().write_text(json.dumps(legacy))
+        stack.down(say=lambda _: None)
+        assert sites.poll() is not None and not Path(f"/proc/{sites.pid}").exists()
+        assert other.poll() is None  # its command line is not the env service's
+    finally:
+        for proc in (sites, other):
+            proc.kill()
+            proc.wait()
+
+
+class _HttpStub:
+    """Another program on a port: answers every GET with 404 and remembers the paths."""
+
+    def __init__(self) -> None:
+        stub = self
+        self.paths: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                stub.paths.append(self.path)
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> _HttpStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

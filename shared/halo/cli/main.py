@@ -9,6 +9,7 @@ import time
 import httpx
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -147,16 +148,23 @@ def train(
     except ValueError as exc:
         _fail(f"invalid run: {exc}", 2)
     with _client(settings) as client:
-        if not local_stack.is_ready(str(client.base_url)):
+        url = str(client.base_url).rstrip("/")
+        if not local_stack.is_ready(url):
             if no_stack:
-                _fail(f"trainer not reachable at {client.base_url}")
-            console.print("trainer not reachable: starting the local stack")
-            try:
-                local_stack.up(say=console.print)
-            except RuntimeError as exc:
-                _fail(str(exc))
+                if not local_stack.is_alive(url, "trainer"):
+                    _fail(f"trainer not reachable at {url}")
+                console.print(f"trainer at {url} is alive but not ready; submitting anyway (--no-stack)")
+            else:
+                # `up` starts only what is not running (a busy trainer is alive: it is not started twice).
+                console.print("trainer not ready: checking the local stack")
+                try:
+                    local_stack.up(say=console.print)
+                except RuntimeError as exc:
+                    _fail(str(exc))
         run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
         console.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
+        if run.task_set_note:
+            console.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
         if detach:
             return
         final = _follow(client, run)
