@@ -18,7 +18,7 @@ from fastapi.responses import StreamingResponse
 
 from halo.clients import EnvClient
 from halo.logging import setup_logging
-from halo.schemas import RunSpec, RunStatus
+from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError as HTTPError
 from halo.service import add_health_routes, install_error_handlers, redis_check
@@ -141,19 +141,36 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
 
     @app.get("/runs/{run_id}/events", tags=["runs"])
     async def run_events(run_id: str, request: Request) -> StreamingResponse:
-        """Server-sent events: every status change of the run, then `done`."""
+        """Server-sent events: every status change of the run, then `done`, then the stream closes.
+
+        A run that is over (stopped, finished, failed) and not training here gets its `done` even
+        when its log holds none (a run marked stopped while no trainer ran it).
+        """
         mgr = manager(request)
         await known_run(run_id, mgr)
+        over = {RunState.STOPPED, RunState.FINISHED, RunState.FAILED}
 
         async def stream():
-            seen = 0
+            last: str | None = None
             while not await request.is_disconnected():
-                for event in await mgr.registry.events(run_id, seen):
-                    seen += 1
+                events = await mgr.registry.events(run_id, 0)
+                # The log is capped (oldest trimmed), so positions shift: resume after the last event
+                # sent, found by content (each status event carries its own timestamp).
+                fresh = events
+                if last is not None and last in events:
+                    fresh = events[len(events) - events[::-1].index(last) :]
+                for event in fresh:
+                    last = event
                     kind = json.loads(event)["kind"]
                     yield f"event: {kind}\ndata: {event}\n\n"
                     if kind == "done":
                         return
+                status = await mgr.registry.get(run_id)
+                if not fresh and run_id not in mgr.active and (status is None or status.state in over):
+                    state = status.state.value if status is not None else "unknown"
+                    final = RunEvent(run_id=run_id, kind="done", data={"state": state}).model_dump_json()
+                    yield f"event: done\ndata: {final}\n\n"
+                    return
                 await asyncio.sleep(1.0)
 
         return StreamingResponse(stream(), media_type="text/event-stream")

@@ -1,0 +1,86 @@
+"""`GET /runs/<id>/events`: every event, then `done`, then the stream closes (real Redis, the real app)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import redis.asyncio as aioredis
+
+from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
+from halo.screenshots import ScreenshotStore
+from halo.settings.trainer import TrainerSettings
+from halo_trainer import keys
+from halo_trainer.app import create_app
+from halo_trainer.runs import EVENTS_KEPT, RunManager
+
+CLOSE_S = 60  # a guard: a stream that never closes fails here instead of hanging the suite
+
+
+def status(run_id: str, state: RunState) -> RunStatus:
+    now = time.time()
+    return RunStatus(run_id=run_id, state=state, spec=RunSpec(domain="playground"), created_at=now, updated_at=now)
+
+
+def events_of(body: str) -> list[tuple[str, dict]]:
+    out = []
+    for block in body.strip().split("\n\n"):
+        kind, data = block.split("\n", 1)
+        out.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return out
+
+
+async def app_client(redis_url: str, tmp_path) -> tuple[httpx.AsyncClient, RunManager, aioredis.Redis]:
+    # The app's lifespan (workers, auto-resume) is not started: the route needs the run registry only.
+    settings = TrainerSettings()
+    app = create_app(settings)
+    redis = aioredis.from_url(redis_url)
+    manager = RunManager(settings, redis, None, ScreenshotStore(tmp_path / "shots"))
+    app.state.manager = manager
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer")
+    return client, manager, redis
+
+
+async def test_a_stopped_run_without_a_done_event_gets_one_and_the_stream_closes(clean_redis, tmp_path):
+    client, manager, redis = await app_client(clean_redis, tmp_path)
+    # Marked stopped while no trainer ran it (what `resume_interrupted` does): no `done` in its log.
+    await manager.registry.save(status("r-stopped", RunState.RUNNING))
+    await manager.registry.save(status("r-stopped", RunState.STOPPED))
+    response = await asyncio.wait_for(client.get("/runs/r-stopped/events"), CLOSE_S)
+    got = events_of(response.text)
+    assert [k for k, _ in got] == ["status", "status", "done"]
+    assert got[-1][1]["data"] == {"state": "stopped"}
+    await client.aclose()
+    await redis.aclose()
+
+
+async def test_a_long_run_stopped_while_watched_ends_its_stream_even_past_the_event_cap(clean_redis, tmp_path):
+    client, manager, redis = await app_client(clean_redis, tmp_path)
+    run_id = "r-long"
+    for _ in range(EVENTS_KEPT):  # a full log: every new event now pushes the oldest out
+        await manager.registry.save(status(run_id, RunState.RUNNING))
+    manager.active[run_id] = (None, asyncio.Event())  # training in this trainer
+
+    async def train_then_stop() -> None:
+        await asyncio.sleep(1.5)  # the stream has sent what was there and waits for more
+        for _ in range(100):
+            await manager.registry.save(status(run_id, RunState.RUNNING))
+        final = status(run_id, RunState.STOPPED)
+        del manager.active[run_id]
+        await manager.registry.save(final)
+        await redis.rpush(
+            keys.events(run_id), RunEvent(run_id=run_id, kind="done", data={"state": "stopped"}).model_dump_json()
+        )
+
+    trainer = asyncio.create_task(train_then_stop())
+    response = await asyncio.wait_for(client.get(f"/runs/{run_id}/events"), CLOSE_S)
+    await trainer
+    got = events_of(response.text)
+    assert got[-1] == ("done", got[-1][1]) and got[-1][1]["data"] == {"state": "stopped"}
+    assert got[-2][1]["data"]["state"] == "stopped"  # the events after the cap were not skipped
+    assert len(got) == EVENTS_KEPT + 100 + 2
+    assert sum(k == "done" for k, _ in got) == 1
+    await client.aclose()
+    await redis.aclose()
