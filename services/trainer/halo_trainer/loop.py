@@ -6,7 +6,7 @@
         until `jobs_per_update` results are in:                          (Redis results stream)
             keep that many jobs in flight for the workers                (Redis job stream)
             a job that failed on infrastructure is replaced, not counted; while nothing
-                succeeds the replacements slow down (1 s, doubling to 30 s), wait for vLLM
+                succeeds the replacements slow down (1 s, doubling to 10 s), wait for vLLM
                 and load the current adapter into it again; after `outage_wait_s` the run fails
             drop stale and duplicate results
         advantages per group (A = r - mean r); one learner step           (halo_trainer.learner)
@@ -51,7 +51,7 @@ from halo_trainer.worker import jobs_queue, results_queue
 logger = logging.getLogger("halo.trainer.loop")
 
 JOB_TIMEOUT_S = 900.0  # a queued job whose result never came (dead-lettered) stops being waited for
-RETRY_FIRST_S, RETRY_MAX_S = 1.0, 30.0  # pause between replacement rounds while nothing succeeds
+RETRY_FIRST_S, RETRY_MAX_S = 1.0, 10.0  # pause between replacement rounds while nothing succeeds
 
 
 class InfrastructureOutage(RuntimeError):
