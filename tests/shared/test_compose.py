@@ -1,20 +1,61 @@
-"""docker-compose.yml: valid for the Docker client, and wired the way the design needs."""
+"""The Compose contract: every service's settings, resolved from exactly what Compose gives its container.
+
+`docker-compose config` (Debian's Compose 1.29, or the v2 plugin) renders docker-compose.yml with
+the values a fresh `.env` written by `make up` gives (a token, nothing else); the repository's own
+`.env` and this process's environment are kept out. Each container's environment is its image's
+`ENV` lines (from its Dockerfile, build arguments applied) overlaid by the file's `environment:`.
+Each service's own settings class is then built from that environment alone (`_env_file=None`), and
+the wiring is checked on the resolved values, not on the text of the file. `wiring_problems`
+returns every problem found, so one failure names all of them.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from pydantic_settings import BaseSettings
+
+from halo.settings.env import EnvSettings
+from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
+from halo.settings.reward import RewardSettings
+from halo.settings.sites import SitesSettings
+from halo.settings.trainer import TrainerSettings
+from halo_policy.server import resolve_model
+from halo_trainer.config import load_defaults, profile_for, resolve
+from halo_trainer.runs import learner_model, same_model
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-SERVICES = COMPOSE["services"]
+CPU_OVERRIDE = ROOT / "docker-compose.cpu.yml"
+POLICY_PORT_OVERRIDE = ROOT / "docker-compose.policy-port.yml"
+TOKEN = "contract-test-token"
+
+SETTINGS: dict[str, type[BaseSettings]] = {
+    "halo_policy": PolicySettings,
+    "halo_env": EnvSettings,
+    "halo_sites": SitesSettings,
+    "halo_reward": RewardSettings,
+    "halo_trainer": TrainerSettings,
+}
+REDIS_PORT = 6379
+# Fields naming a server outside the stack (or an environment variable), never a Compose service.
+EXTERNAL_URL_FIELDS = {"openai_base_url", "real_base_url", "real_site_urls"}
+# A service's own address (used for links it hands out), not a service it calls.
+SELF_URL_FIELDS = {"public_url", "url"}
 
 
-def _compose_command() -> list[str]:
+# --- rendering ------------------------------------------------------------------------------------
+def compose_command() -> list[str]:
     if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
         return ["docker", "compose"]
     if shutil.which("docker-compose"):
@@ -22,34 +63,401 @@ def _compose_command() -> list[str]:
     pytest.fail("neither `docker compose` nor `docker-compose` is installed (scripts/setup.sh installs one)")
 
 
-def test_compose_config_is_valid():
-    result = subprocess.run([*_compose_command(), "config", "-q"], cwd=ROOT, capture_output=True, text=True)
+def render(tmp: Path, *files: Path, variables: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`config` of the given files with exactly ``variables`` (plus PATH/HOME) and an empty env file."""
+    env_file = tmp / "compose.env"
+    env_file.write_text("")  # keeps the repository's .env out: only `variables` reach the file
+    args = [*compose_command(), "--project-directory", str(ROOT), "--env-file", str(env_file)]
+    for f in files or (ROOT / "docker-compose.yml",):
+        args += ["-f", str(f)]
+    base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    return subprocess.run([*args, "config"], cwd=tmp, env={**base, **(variables or {})}, capture_output=True, text=True)
+
+
+def load(tmp: Path, *files: Path, variables: Mapping[str, str] | None = None) -> dict[str, Any]:
+    result = render(tmp, *files, variables={"HALO_TRAINER_API_TOKEN": TOKEN, **(variables or {})})
     assert result.returncode == 0, result.stderr
+    return yaml.safe_load(result.stdout)
 
 
-def test_every_service_has_a_healthcheck_and_waits_for_healthy_dependencies():
-    assert set(SERVICES) >= {"redis", "policy", "env", "reward", "trainer"}
-    for name, service in SERVICES.items():
-        assert "healthcheck" in service, name
+# --- images: ENV and the command a container runs ---------------------------------------------------
+def _instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    text = re.sub(r"\\\n", " ", dockerfile.read_text())
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _substitute(value: str, args: Mapping[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: args.get(m.group(1) or m.group(2), ""), value)
+
+
+def image_environment(service: Mapping[str, Any]) -> dict[str, str]:
+    """The ``ENV`` a service's image sets (its Dockerfile's, build arguments applied)."""
+    build = service.get("build")
+    if not build:
+        return {}
+    dockerfile = Path(build["context"]) / build.get("dockerfile", "Dockerfile")
+    given = {k: "" if v is None else str(v) for k, v in (build.get("args") or {}).items()}
+    args: dict[str, str] = {}
+    env: dict[str, str] = {}
+    for word, rest in _instructions(dockerfile):
+        if word == "ARG":
+            name, _, default = rest.partition("=")
+            args[name] = given.get(name, _substitute(default.strip('"'), args))
+        elif word == "ENV":
+            for item in shlex.split(rest):
+                key, _, value = item.partition("=")
+                env[key] = _substitute(value, {**args, **env})
+    return env
+
+
+def _command(service: Mapping[str, Any]) -> list[str]:
+    if service.get("command"):
+        command = service["command"]
+        return shlex.split(command) if isinstance(command, str) else list(command)
+    build = service.get("build")
+    if not build:
+        return []
+    words: list[str] = []
+    for word, rest in _instructions(Path(build["context"]) / build.get("dockerfile", "Dockerfile")):
+        if word in ("ENTRYPOINT", "CMD"):
+            words += yaml.safe_load(rest)  # the JSON (exec) form
+    return words
+
+
+def halo_module(service: Mapping[str, Any]) -> str | None:
+    words = _command(service)
+    return next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "-m" and words[i + 1] in SETTINGS), None)
+
+
+def container_environment(service: Mapping[str, Any]) -> dict[str, str]:
+    given = service.get("environment") or {}
+    if isinstance(given, list):
+        given = dict(item.split("=", 1) for item in given)
+    return {**image_environment(service), **{k: "" if v is None else str(v) for k, v in given.items()}}
+
+
+@contextmanager
+def only_environment(environment: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` is exactly ``environment`` inside (settings, and helpers that build their own)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+class Stack:
+    """A rendered Compose file with each service's settings resolved from its container's environment."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = config
+        self.services: dict[str, dict[str, Any]] = dict(config["services"])
+        self.settings: dict[str, Any] = {}
+        self.env: dict[str, dict[str, str]] = {}
+        self.derived: dict[str, dict[str, Any]] = {}
+        for name, service in self.services.items():
+            module = halo_module(service)
+            if module is None:
+                continue
+            self.env[name] = container_environment(service)
+            with only_environment(self.env[name]):
+                s = SETTINGS[module](_env_file=None)
+                self.settings[name] = s
+                if isinstance(s, PolicySettings):
+                    self.derived[name] = {"model": resolve_model(s, build=False)}
+                elif isinstance(s, TrainerSettings):
+                    self.derived[name] = {"model": learner_model(s, build=False)}
+
+    def by_type(self, cls: type) -> tuple[str, Any]:
+        found = [(n, s) for n, s in self.settings.items() if type(s) is cls]
+        assert len(found) == 1, f"expected one {cls.__name__} service, found {[n for n, _ in found]}"
+        return found[0]
+
+    def host_network(self, name: str) -> bool:
+        return self.services[name].get("network_mode") == "host"
+
+    def listen_port(self, name: str) -> int:
+        if name in self.settings:
+            return int(self.settings[name].port)
+        command = _command(self.services[name])
+        if "--port" in command:
+            return int(command[command.index("--port") + 1])
+        return REDIS_PORT
+
+
+def _published(service: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(host address, container port) of each published port, in v1's short or v2's long form."""
+    out = []
+    for port in service.get("ports") or []:
+        if isinstance(port, dict):
+            out.append((port.get("host_ip") or "0.0.0.0", int(port["target"])))
+            continue
+        parts = str(port).split("/")[0].split(":")
+        address = parts[0] if len(parts) == 3 else "0.0.0.0"
+        out.append((address, int(parts[-1])))
+    return out
+
+
+def _mounts(service: Mapping[str, Any]) -> dict[str, str]:
+    """Container path -> named volume (or host folder) mounted there."""
+    out = {}
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, dict):
+            out[volume["target"]] = volume.get("source", "")
+        else:
+            source, target = str(volume).split(":")[:2]
+            out[target] = source
+    return out
+
+
+def _volume_of(service: Mapping[str, Any], path: Path) -> tuple[str, str] | None:
+    """(volume, mount point) holding ``path`` in the container, the deepest mount first."""
+    for target, source in sorted(_mounts(service).items(), key=lambda kv: -len(kv[0])):
+        if path == Path(target) or Path(target) in path.parents:
+            return source, target
+    return None
+
+
+def _probe(service: Mapping[str, Any]) -> str:
+    test = (service.get("healthcheck") or {}).get("test") or []
+    return " ".join(test) if isinstance(test, list) else str(test)
+
+
+# --- the contract -----------------------------------------------------------------------------------
+def wiring_problems(stack: Stack, *, expect_target: str | None = None) -> list[str]:
+    """Every way the rendered stack's wiring is wrong (empty: it is right)."""
+    problems: list[str] = []
+    services = stack.services
+
+    # Every URL a service calls names another Compose service and the port it listens on.
+    for name, settings in stack.settings.items():
+        for field, value in settings.model_dump().items():
+            if not field.endswith("_url") or field in EXTERNAL_URL_FIELDS | SELF_URL_FIELDS or not value:
+                continue
+            url = urlsplit(str(value))
+            where = f"{name}.{field}={value}"
+            if url.hostname not in services or url.hostname == name:
+                problems.append(f"{where}: the host is not another Compose service")
+                continue
+            if url.port != stack.listen_port(url.hostname):
+                problems.append(f"{where}: {url.hostname} listens on {stack.listen_port(url.hostname)}")
+            if stack.host_network(name):
+                # Host networking: names reach 127.0.0.1 only through extra_hosts.
+                given = services[name].get("extra_hosts") or {}
+                hosts = given if isinstance(given, dict) else dict(re.split("[:=]", h, maxsplit=1) for h in given)
+                if hosts.get(url.hostname) != "127.0.0.1":
+                    problems.append(f"{where}: host networking without extra_hosts {url.hostname}:127.0.0.1")
+            if services[url.hostname].get("network_mode") != services[name].get("network_mode"):
+                problems.append(f"{where}: {name} and {url.hostname} are not on the same network")
+
+    # Each service listens where the others (and its healthcheck) look for it.
+    for name, settings in stack.settings.items():
+        reachable = {"127.0.0.1", "localhost"} if stack.host_network(name) else {"0.0.0.0", "::"}
+        if settings.host not in reachable:
+            problems.append(f"{name} binds {settings.host}: other containers cannot reach it")
+
+    # Each healthcheck probes readiness on the port the service listens on.
+    for name, service in services.items():
+        probe = _probe(service)
+        if name in stack.settings:
+            path = "/health" if isinstance(stack.settings[name], PolicySettings) else "/ready"
+            wanted = f"127.0.0.1:{stack.listen_port(name)}{path}"
+            if wanted not in probe:
+                problems.append(f"{name}: healthcheck {probe!r} does not probe {wanted}")
+        elif "redis-cli" in probe:
+            port = stack.listen_port(name)
+            if port != REDIS_PORT and f"-p {port}" not in probe:
+                problems.append(f"{name}: healthcheck {probe!r} does not ping port {port}")
+        else:
+            problems.append(f"{name}: no readiness healthcheck ({probe!r})")
         for dep, condition in (service.get("depends_on") or {}).items():
-            assert condition == {"condition": "service_healthy"}, (name, dep)
+            if condition != {"condition": "service_healthy"}:
+                problems.append(f"{name} starts before {dep} is healthy")
+
+    # One policy: the target and the model reach vLLM and the trainer alike.
+    (pname, policy), (tname, trainer) = stack.by_type(PolicySettings), stack.by_type(TrainerSettings)
+    if policy.target != trainer.target:
+        problems.append(f"targets differ: {pname} {policy.target}, {tname} {trainer.target}")
+    if expect_target and trainer.target != expect_target:
+        problems.append(f"the stack runs the {trainer.target} target, not {expect_target}")
+    served, trained = stack.derived[pname]["model"], stack.derived[tname]["model"]
+    if not same_model(served, trained):
+        problems.append(f"vLLM serves {served} but the learner loads {trained}")
+    if expect_target == "gpu" and served != GPU_DEFAULT_MODEL:
+        problems.append(f"the gpu stack serves {served}, not {GPU_DEFAULT_MODEL}")
+    if policy.served_model_name != trainer.policy_model_name:
+        problems.append(f"vLLM serves {policy.served_model_name!r}, the trainer samples {trainer.policy_model_name!r}")
+    cfg = resolve_run(trainer)
+    if cfg.lora_r > policy.max_lora_rank:
+        problems.append(f"runs train LoRA rank {cfg.lora_r} but vLLM accepts at most {policy.max_lora_rank}")
+    ename, env = stack.by_type(EnvSettings)
+    if (cfg.sampling.viewport.width, cfg.sampling.viewport.height) != (env.viewport_width, env.viewport_height):
+        problems.append(f"the prompt describes {cfg.sampling.viewport} but {ename} renders a different viewport")
+    if stack.env[pname].get("VLLM_ALLOW_RUNTIME_LORA_UPDATING") != "1":
+        problems.append(f"{pname}: runtime LoRA loading is off (VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
+
+    # The adapter folder the trainer writes is one vLLM reads: same volume, same path.
+    adapters = Path(trainer.runs_dir) / "<run>" / "adapters"
+    written = _volume_of(services[tname], adapters)
+    if written is None:
+        problems.append(f"{tname} writes adapters to {adapters}, which is on no volume")
+    elif _mounts(services[pname]).get(written[1]) != written[0]:
+        problems.append(f"{pname} does not mount volume {written[0]} at {written[1]} (where adapters are written)")
+
+    # The open run API never listens beyond loopback.
+    if (problem := trainer.exposure_problem()) is not None:
+        problems.append(f"{tname}: {problem}")
+    return problems
 
 
-def test_policy_and_trainer_get_the_gpu_and_share_the_adapter_volume_at_the_same_path():
-    for name in ("policy", "trainer"):
-        devices = SERVICES[name]["deploy"]["resources"]["reservations"]["devices"]
-        assert devices[0]["capabilities"] == ["gpu"]
-    mounts = {
-        name: {v.split(":")[0]: v.split(":")[1] for v in SERVICES[name]["volumes"]} for name in ("policy", "trainer")
+def resolve_run(trainer: TrainerSettings):
+    from halo.schemas import RunSpec
+
+    defaults = load_defaults(ROOT / "configs" / "rl_config.yaml")
+    return resolve(
+        RunSpec(domain="playground"), "contract", ["local.playground-1"], defaults, profile_for(trainer.target)
+    )
+
+
+def exposure_problems(stack: Stack) -> list[str]:
+    """Ports on other addresses than loopback, and vLLM's (LoRA admin routes) at all."""
+    problems = []
+    policy_name, _ = stack.by_type(PolicySettings)
+    for name, service in stack.services.items():
+        for address, port in _published(service):
+            if address not in ("127.0.0.1", "::1"):
+                problems.append(f"{name} publishes {port} on {address}")
+            if name == policy_name:
+                problems.append(f"{name} publishes {port}: vLLM's runtime LoRA routes leave the stack")
+    return problems
+
+
+# --- tests --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gpu_stack(tmp_path_factory: pytest.TempPathFactory) -> Stack:
+    return Stack(load(tmp_path_factory.mktemp("compose")))
+
+
+def test_the_gpu_stack_is_wired_service_to_service(gpu_stack: Stack):
+    assert wiring_problems(gpu_stack, expect_target="gpu") == []
+
+
+def test_the_gpu_target_reaches_vllm_and_the_trainer(gpu_stack: Stack):
+    _, policy = gpu_stack.by_type(PolicySettings)
+    tname, trainer = gpu_stack.by_type(TrainerSettings)
+    assert (policy.target, policy.resolved_dtype()) == ("gpu", "bfloat16")
+    assert (trainer.target, trainer.resolved_device()) == ("gpu", "cuda")
+    assert gpu_stack.derived[tname]["model"] == GPU_DEFAULT_MODEL
+    cfg = resolve_run(trainer)
+    assert cfg.profile is None and cfg.learning_rate == 1e-6  # the seeds' values, not the tiny profile
+    assert cfg.sampling.structured_outputs == "off"
+    for name in (gpu_stack.by_type(PolicySettings)[0], tname):
+        devices = gpu_stack.services[name]["deploy"]["resources"]["reservations"]["devices"]
+        assert devices[0]["capabilities"] == ["gpu"], name
+
+
+def test_ports_are_published_on_loopback_and_vllm_not_at_all(gpu_stack: Stack, tmp_path: Path):
+    assert exposure_problems(gpu_stack) == []
+    assert {n for n, s in gpu_stack.services.items() if _published(s)} == {"env", "reward", "trainer"}
+    # Opting in to every interface leaves vLLM unpublished; its own opt-in stays on loopback.
+    public = Stack(load(tmp_path, variables={"HALO_BIND_ADDRESS": "0.0.0.0"}))
+    assert {(n, a) for n, s in public.services.items() for a, _ in _published(s)} == {
+        ("env", "0.0.0.0"),
+        ("reward", "0.0.0.0"),
+        ("trainer", "0.0.0.0"),
     }
-    assert mounts["policy"]["halo-data"] == mounts["trainer"]["halo-data"]
-    assert SERVICES["policy"]["environment"]["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
+    debug = Stack(load(tmp_path, ROOT / "docker-compose.yml", POLICY_PORT_OVERRIDE))
+    assert _published(debug.services["policy"]) == [("127.0.0.1", 8000)]
+
+
+def test_the_stack_does_not_start_without_a_trainer_token(tmp_path: Path):
+    result = render(tmp_path)
+    assert result.returncode != 0
+    assert "HALO_TRAINER_API_TOKEN" in result.stderr and "make up" in result.stderr
+    _, trainer = Stack(load(tmp_path)).by_type(TrainerSettings)
+    assert trainer.host == "0.0.0.0" and trainer.api_token.get_secret_value() == TOKEN
+
+
+def test_the_trainer_refuses_a_public_address_without_a_token(tmp_path: Path):
+    """`python -m halo_trainer` exits with one clear line, before anything starts."""
+    open_public = TrainerSettings(_env_file=None, host="0.0.0.0", api_token="")
+    assert "HALO_TRAINER_API_TOKEN" in (open_public.exposure_problem() or "")
+    for host in ("127.0.0.1", "localhost", "::1"):
+        assert TrainerSettings(_env_file=None, host=host, api_token="").exposure_problem() is None
+    assert TrainerSettings(_env_file=None, host="0.0.0.0", api_token="t").exposure_problem() is None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALO_")}
+    env |= {"HALO_TRAINER_HOST": "0.0.0.0", "HALO_TRAINER_API_TOKEN": "", "HALO_DATA_DIR": str(tmp_path)}
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "halo_trainer"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert "refusing to serve the run API on 0.0.0.0" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not CPU_OVERRIDE.exists(), reason="docker-compose.cpu.yml is not in this checkout")
+def test_the_cpu_override_is_wired_the_same_way_on_host_networking(tmp_path: Path):
+    stack = Stack(load(tmp_path, ROOT / "docker-compose.yml", CPU_OVERRIDE))
+    assert wiring_problems(stack, expect_target="cpu") == []
+    _, trainer = stack.by_type(TrainerSettings)
+    assert resolve_run(trainer).profile == "tiny"
+    # Host networking: every service binds loopback, so nothing is reachable from outside the machine.
+    assert all(stack.host_network(n) for n in stack.services)
+    assert all(s.host in ("127.0.0.1", "localhost") for s in stack.settings.values())
+
+
+def _mutated(stack: Stack, service: str, **environment: str | None) -> Stack:
+    config = yaml.safe_load(yaml.safe_dump(stack.config))
+    env = config["services"][service].setdefault("environment", {})
+    for key, value in environment.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return Stack(config)
+
+
+@pytest.mark.parametrize(
+    ("service", "environment", "expected"),
+    [
+        # The pre-fix wiring: nothing told the trainer its target or model; HALO_TRAINER_MODEL unread.
+        ("trainer", {"HALO_TRAINER_TARGET": None, "HALO_TRAINER_MODEL": None}, "targets differ"),
+        ("trainer", {"HALO_TRAINER_POLICY_URL": None}, "not another Compose service"),
+        ("trainer", {"HALO_TRAINER_ENV_URL": "http://env:8000"}, "env listens on 8100"),
+        ("trainer", {"HALO_TRAINER_API_TOKEN": ""}, "without a token"),
+        ("policy", {"HALO_POLICY_MODEL": "/data/models/other"}, "the learner loads"),
+        ("policy", {"HALO_POLICY_SERVED_MODEL_NAME": "base"}, "the trainer samples"),
+        ("env", {"HALO_ENV_HOST": "127.0.0.1"}, "other containers cannot reach it"),
+        ("trainer", {"HALO_DATA_DIR": "/srv"}, "on no volume"),
+    ],
+)
+def test_the_contract_catches_broken_wiring(gpu_stack: Stack, service: str, environment: dict, expected: str):
+    problems = wiring_problems(_mutated(gpu_stack, service, **environment), expect_target="gpu")
+    assert any(expected in p for p in problems), problems
+
+
+def test_the_contract_catches_public_ports(gpu_stack: Stack):
+    config = yaml.safe_load(yaml.safe_dump(gpu_stack.config))
+    config["services"]["policy"]["ports"] = ["8000:8000"]
+    problems = exposure_problems(Stack(config))
+    assert any("policy publishes 8000 on 0.0.0.0" in p for p in problems)
+    assert any("runtime LoRA routes" in p for p in problems)
 
 
 def test_no_secret_is_written_into_the_file():
     text = (ROOT / "docker-compose.yml").read_text()
     assert "sk-" not in text
-    for service in SERVICES.values():
+    for service in yaml.safe_load(text)["services"].values():
         for key, value in (service.get("environment") or {}).items():
             if any(word in key for word in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
                 assert str(value).startswith("${"), key
