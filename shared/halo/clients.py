@@ -8,6 +8,12 @@ and ``ServiceRejected`` (4xx: our request was wrong, a bug to surface).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import re
+import socket
+from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 import httpx
@@ -26,9 +32,11 @@ from halo.schemas import (
     Task,
     ValidationResult,
 )
+from halo.schemas.env import CreateLeaseRequest, LeaseInfo, LeaseReleased
 from halo.schemas.tasks import TaskReachability
 
 T = TypeVar("T", bound=BaseModel)
+logger = logging.getLogger("halo.clients")
 
 # Forget a pooled connection after 2 s idle. The services (uvicorn, and vLLM's server) close idle
 # keep-alive connections after 5 s; httpx's default expiry is also 5 s, so a request sent after a
@@ -107,14 +115,101 @@ def _error(response: httpx.Response) -> str:
 
 
 class EnvClient(_Client):
+    """The env's client. Inside ``hold_lease()`` every session it creates belongs to one session
+    lease that a background task renews, so the env closes them soon after this process dies."""
+
     service = "env"
 
+    def __init__(self, base_url: str, timeout_s: float = 60.0, retries: int = 2) -> None:
+        super().__init__(base_url, timeout_s, retries)
+        self.lease_id: str | None = None
+        self._lease_holders = 0
+        self._lease_keeper: asyncio.Task | None = None
+        self._lease_owner = ""
+        self._lease_ttl_s = 10.0
+
     async def reset(self, task_id: str, seed: int = 0, max_steps: int = 30, run_id: str = "") -> ResetResponse:
-        body = CreateSessionRequest(task_id=task_id, seed=seed, max_steps=max_steps, run_id=run_id)
-        # Not retried: a lost answer would leave an orphan session (reaped by the env's TTL).
-        return await self._typed(
-            ResetResponse, "POST", "/sessions", json=body.model_dump(mode="json"), idempotent=False
-        )
+        for attempt in range(2):
+            lease_id = self.lease_id
+            body = CreateSessionRequest(
+                task_id=task_id, seed=seed, max_steps=max_steps, run_id=run_id, lease_id=lease_id
+            )
+            # Not retried on failure: a lost answer would leave an orphan session (closed with the
+            # lease, or reaped by the env's idle TTL). A lease the env no longer knows created
+            # nothing, so that one refusal is retried under a fresh lease.
+            try:
+                return await self._typed(
+                    ResetResponse, "POST", "/sessions", json=body.model_dump(mode="json"), idempotent=False
+                )
+            except ServiceRejected as exc:
+                if attempt or lease_id is None or exc.status != 404 or "unknown lease" not in str(exc):
+                    raise
+                await self._new_lease()
+        raise AssertionError("unreachable")
+
+    # -- session lease -----------------------------------------------------------------------------
+    async def create_lease(self, owner: str) -> LeaseInfo:
+        body = CreateLeaseRequest(owner=owner).model_dump(mode="json")
+        return await self._typed(LeaseInfo, "POST", "/leases", json=body, idempotent=False)
+
+    async def heartbeat(self, lease_id: str) -> LeaseInfo:
+        return await self._typed(LeaseInfo, "POST", f"/leases/{lease_id}/heartbeat")
+
+    async def release_lease(self, lease_id: str) -> LeaseReleased:
+        return await self._typed(LeaseReleased, "DELETE", f"/leases/{lease_id}")
+
+    @contextlib.asynccontextmanager
+    async def hold_lease(self, owner: str | None = None) -> AsyncIterator[None]:
+        """Hold this client's session lease while inside (nested holders share one lease).
+
+        The lease is created on entry (if the env is unreachable the keeper keeps trying; sessions
+        created meanwhile are unleased) and renewed every quarter of its TTL by a separate task, so
+        a worker blocked on a long policy call keeps it. On exit it is released: its sessions close.
+        """
+        self._lease_holders += 1
+        if self._lease_holders == 1:
+            self._lease_owner = _owner_label(owner)
+            with contextlib.suppress(ServiceError):
+                await self._new_lease()
+            self._lease_keeper = asyncio.create_task(self._keep_lease())
+        try:
+            yield
+        finally:
+            self._lease_holders -= 1
+            if self._lease_holders == 0:
+                await self._drop_lease()
+
+    async def _new_lease(self) -> None:
+        info = await self.create_lease(self._lease_owner)
+        self.lease_id, self._lease_ttl_s = info.lease_id, info.ttl_s
+        logger.info("env session lease %s held by %s (ttl %.1f s)", info.lease_id, info.owner, info.ttl_s)
+
+    async def _keep_lease(self) -> None:
+        while True:
+            await asyncio.sleep(self._lease_ttl_s / 4 if self.lease_id else 1.0)
+            try:
+                if self.lease_id is None:
+                    await self._new_lease()
+                    continue
+                await self.heartbeat(self.lease_id)
+            except ServiceRejected as exc:  # expired (this process stalled) or the env restarted
+                logger.warning("env session lease %s lost (%s); taking a new one", self.lease_id, exc)
+                self.lease_id = None
+            except ServiceError as exc:  # the env is unreachable: try again at the next beat
+                logger.warning("env session lease heartbeat failed: %s", exc)
+            except Exception:  # the keeper must outlive one odd answer
+                logger.exception("env session lease heartbeat failed")
+
+    async def _drop_lease(self) -> None:
+        keeper, self._lease_keeper = self._lease_keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+        lease_id, self.lease_id = self.lease_id, None
+        if lease_id is not None:
+            with contextlib.suppress(ServiceError):
+                await self.release_lease(lease_id)
 
     async def step(self, session_id: str, action: Action) -> StepResponse:
         body = StepRequest(action=action).model_dump(mode="json")
@@ -146,6 +241,11 @@ class EnvClient(_Client):
         params = {"domain": domain, "timeout_s": timeout_s}
         response = await self._request("GET", "/tasks/reachability", params=params, timeout=timeout_s + 30)
         return [TaskReachability.model_validate(t) for t in response.json()]
+
+
+def _owner_label(owner: str | None) -> str:
+    label = owner or f"{socket.gethostname()}-{os.getpid()}"
+    return re.sub(r"[^A-Za-z0-9_\-.:@]", "_", label)[:200] or "worker"
 
 
 class RewardClient(_Client):

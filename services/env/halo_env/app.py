@@ -29,6 +29,7 @@ from halo.schemas import (
     Task,
     ValidationResult,
 )
+from halo.schemas.env import CreateLeaseRequest, LeaseInfo, LeaseReleased
 from halo.schemas.tasks import TaskReachability
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError, add_health_routes, install_error_handlers
@@ -90,6 +91,22 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
     @app.post("/sessions", response_model=ResetResponse, tags=["sessions"])
     async def create_session(body: CreateSessionRequest, m: Manager) -> ResetResponse:
         return await m.create(body)
+
+    @app.post("/leases", response_model=LeaseInfo, tags=["leases"])
+    async def create_lease(body: CreateLeaseRequest, m: Manager) -> LeaseInfo:
+        return m.leases.create(body.owner).info()
+
+    @app.get("/leases", response_model=list[LeaseInfo], tags=["leases"])
+    async def list_leases(m: Manager) -> list[LeaseInfo]:
+        return m.leases.list()
+
+    @app.post("/leases/{lease_id}/heartbeat", response_model=LeaseInfo, tags=["leases"])
+    async def heartbeat(lease_id: str, m: Manager) -> LeaseInfo:
+        return m.renew_lease(lease_id)
+
+    @app.delete("/leases/{lease_id}", response_model=LeaseReleased, tags=["leases"])
+    async def release_lease(lease_id: str, m: Manager) -> LeaseReleased:
+        return await m.release_lease(lease_id)
 
     @app.get("/sessions", response_model=list[SessionInfo], tags=["sessions"])
     async def list_sessions(m: Manager) -> list[SessionInfo]:
@@ -154,6 +171,8 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
         return {
             **pool.stats(),
             "sessions": sessions,
+            "leases": len(m.leases),
+            "leased_sessions": m.leases.leased_sessions,
             "browser_memory_bytes": memory,
             "memory_per_session_bytes": memory // sessions if sessions else None,
         }

@@ -20,3 +20,6 @@ INFRA_ERRORS = Counter(
 BLOCKED = Counter("env_blocked_requests_total", "Requests and navigations refused by the allowlist")
 SESSIONS = Gauge("env_sessions", "Open sessions")
 REAPED = Counter("env_sessions_reaped_total", "Sessions closed after sitting idle past the TTL")
+LEASE_EXPIRED_SESSIONS = Counter(
+    "env_lease_expired_sessions_total", "Sessions closed because their lease's heartbeat stopped"
+)

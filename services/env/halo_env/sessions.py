@@ -3,7 +3,7 @@
     create(task)   lease a context -> backend.setup (the site's /config) -> observe
     step(action)   execute -> settle -> observe, all under one timeout -> at the end: /finish + evals
     fork(n)        capture browser state -> n fresh contexts restored to it (or reset + replay)
-    snapshot / restore, validate, close; a reaper closes idle sessions
+    snapshot / restore, validate, close; a reaper closes idle sessions and those of expired leases
 
 Failure policy. An action the page cannot take is the agent's error: it is reported in the
 observation and the step counts. A failure of the browser (a crash, a dead process, a page that
@@ -45,6 +45,7 @@ from halo.schemas import (
     Viewport,
     new_id,
 )
+from halo.schemas.env import LeaseInfo, LeaseReleased
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError
 from halo.settings.env import EnvSettings
@@ -52,6 +53,7 @@ from halo_env import browser_state, metrics
 from halo_env.allowlist import NetworkGuard
 from halo_env.backends.base import TaskBackend, TaskUnavailable
 from halo_env.executor import InfraError, Pointer, execute
+from halo_env.leases import LeaseBook
 from halo_env.page_js import OBSERVE
 from halo_env.pool import BrowserPool, Lease, PoolExhausted
 
@@ -87,6 +89,7 @@ class Session:
     recovery: asyncio.Task | None = None
     popups: set[asyncio.Task] = field(default_factory=set)  # new tabs being folded into the session's tab
     closed: bool = False
+    lease_id: str | None = None  # the owner's session lease (halo_env.leases); None: idle TTL only
 
     @property
     def ended(self) -> bool:
@@ -101,6 +104,7 @@ class Session:
             last_used_at=self.last_used_at,
             terminated=self.terminated,
             truncated=self.truncated,
+            lease_id=self.lease_id,
         )
 
 
@@ -116,6 +120,7 @@ class SessionManager:
         self.public_url = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
         self._sessions: dict[str, Session] = {}
         self._fork_slots = asyncio.Semaphore(settings.fork_parallelism)
+        self.leases = LeaseBook(settings.lease_ttl_s)
         pool.on_browser_lost = self._on_browser_lost
 
     # -- lookup ---------------------------------------------------------------------------------
@@ -153,8 +158,12 @@ class SessionManager:
     # -- create / restore / fork ------------------------------------------------------------------
     async def create(self, req: CreateSessionRequest) -> ResetResponse:
         backend, task = self.task(req.task_id)
+        if req.lease_id is not None:
+            self.leases.live(req.lease_id)  # refuse before a context is taken
         run_id = req.run_id or self.s.real_run_id
-        return await self._spawn(task, backend, req.max_steps, run_id, req.seed, state=None, kind="reset")
+        return await self._spawn(
+            task, backend, req.max_steps, run_id, req.seed, state=None, kind="reset", lease_id=req.lease_id
+        )
 
     async def restore(self, snapshot: Snapshot) -> ResetResponse:
         backend, task = self.task(snapshot.task_id)
@@ -219,6 +228,7 @@ class SessionManager:
                         step=parent.step,
                         answer=parent.answer,
                         pointer=Pointer(parent.pointer.x, parent.pointer.y),
+                        lease_id=parent.lease_id,  # a fork belongs to its parent's owner
                     )
 
             results = await asyncio.gather(*(child() for _ in range(n)), return_exceptions=True)
@@ -248,6 +258,7 @@ class SessionManager:
         step: int = 0,
         answer: str | None = None,
         pointer: Pointer | None = None,
+        lease_id: str | None = None,
     ) -> ResetResponse:
         t0 = time.perf_counter()
         try:
@@ -268,6 +279,7 @@ class SessionManager:
             actions=list(prefix or []),
             answer=answer,
             pointer=pointer or Pointer(),
+            lease_id=lease_id,
         )
         try:
             budget = self.s.navigation_timeout_s * 2 + self.s.step_timeout_s * (1 + len(session.actions))
@@ -282,6 +294,12 @@ class SessionManager:
             raise
         session.last_obs, session.checkpoint = obs, checkpoint
         session.last_used_at = time.time()  # idle time starts now, not before a slow reset
+        if lease_id is not None:
+            try:  # the lease may have expired while the page loaded: its owner is gone
+                self.leases.attach(lease_id, session.id)
+            except ServiceError:
+                await self.pool.discard(lease)
+                raise
         self._sessions[session.id] = session
         metrics.RESETS.labels(kind).inc()
         metrics.SESSIONS.set(len(self._sessions))
@@ -614,6 +632,8 @@ class SessionManager:
         if session is None:
             raise ServiceError(404, f"unknown session {session_id[:80]!r}")
         session.closed = True
+        if session.lease_id is not None:
+            self.leases.detach(session.lease_id, session_id)
         if session.recovery is not None and not session.recovery.done():
             session.recovery.cancel()
             with contextlib.suppress(BaseException):
@@ -625,10 +645,12 @@ class SessionManager:
         metrics.SESSIONS.set(len(self._sessions))
 
     async def reap(self) -> int:
-        """Close sessions unused for longer than the TTL; returns how many."""
+        """Close unleased sessions unused for longer than the TTL; returns how many."""
         now = time.time()
         idle = [
-            s for s in self._sessions.values() if now - s.last_used_at > self.s.session_ttl_s and not s.lock.locked()
+            s
+            for s in self._sessions.values()
+            if s.lease_id is None and now - s.last_used_at > self.s.session_ttl_s and not s.lock.locked()
         ]
         for s in idle:
             logger.info("reaping session %s (idle %.0f s)", s.id[:13], now - s.last_used_at)
@@ -637,13 +659,57 @@ class SessionManager:
             metrics.REAPED.inc()
         return len(idle)
 
+    # -- leases ---------------------------------------------------------------------------------
+    def renew_lease(self, lease_id: str) -> LeaseInfo:
+        return self.leases.renew(lease_id).info()
+
+    async def release_lease(self, lease_id: str) -> LeaseReleased:
+        lease = self.leases.pop(lease_id)
+        if lease is None:
+            raise ServiceError(404, f"unknown lease {lease_id[:80]!r} (expired, released or never created)")
+        return LeaseReleased(lease_id=lease_id, sessions_closed=await self._close_many(lease.sessions))
+
+    async def expire_leases(self) -> int:
+        """Close every session of the leases whose heartbeat stopped; returns how many sessions."""
+        closed = 0
+        for lease in self.leases.pop_expired():
+            n = await self._close_many(lease.sessions)
+            logger.warning(
+                "lease %s of %s expired (no heartbeat for %.1f s): closed its %d sessions",
+                lease.id[:14],
+                lease.owner,
+                time.monotonic() - lease.renewed_mono,
+                n,
+            )
+            metrics.LEASE_EXPIRED_SESSIONS.inc(n)
+            closed += n
+        return closed
+
+    async def _close_many(self, session_ids: set[str]) -> int:
+        # Concurrently: a session in the middle of a step is closed when the step ends (its lock),
+        # which must not hold up the others.
+        results = await asyncio.gather(*(self.close(sid) for sid in list(session_ids)), return_exceptions=True)
+        metrics.SESSIONS.set(len(self._sessions))
+        return sum(r is None for r in results)
+
     async def reap_forever(self) -> None:
+        """Expire leases every ``lease_sweep_s``; reap idle sessions every ``reap_interval_s``."""
+        sweep_s = self.lease_sweep_s
+        last_reap = time.monotonic()
         while True:
-            await asyncio.sleep(self.s.reap_interval_s)
+            await asyncio.sleep(min(sweep_s, self.s.reap_interval_s))
             try:
-                await self.reap()
+                await self.expire_leases()
+                if time.monotonic() - last_reap >= self.s.reap_interval_s:
+                    last_reap = time.monotonic()
+                    await self.reap()
             except Exception:  # the reaper must outlive any one bad session
                 logger.exception("reaper sweep failed")
+
+    @property
+    def lease_sweep_s(self) -> float:
+        # A dead owner's sessions close within ttl + one sweep; a second at most keeps that near the TTL.
+        return min(1.0, self.s.lease_ttl_s / 4)
 
     async def close_all(self) -> None:
         for session_id in list(self._sessions):

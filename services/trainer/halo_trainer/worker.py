@@ -73,12 +73,15 @@ async def work(
         # learner drops the duplicate result by job id.
         await results_queue(redis, job.run_id).publish(result, dedup_id=job.job_id)
 
-    while not stop.is_set():
-        try:
-            await jobs.process(name, handle, block_ms=1000)
-        except (aioredis.ConnectionError, aioredis.TimeoutError) as exc:
-            logger.warning("%s: Redis unavailable (%s); retrying", name, exc)
-            await asyncio.sleep(1)
+    # The process's browser sessions belong to one env session lease (shared by its workers): if
+    # the process dies, the env closes them within seconds instead of after its idle TTL.
+    async with services.env.hold_lease():
+        while not stop.is_set():
+            try:
+                await jobs.process(name, handle, block_ms=1000)
+            except (aioredis.ConnectionError, aioredis.TimeoutError) as exc:
+                logger.warning("%s: Redis unavailable (%s); retrying", name, exc)
+                await asyncio.sleep(1)
 
 
 async def _heartbeat(queue: StreamQueue, consumer: str, delivery: Delivery, every_s: float) -> None:

@@ -12,6 +12,7 @@ from halo.schemas.base import Message
 
 SessionId = Annotated[str, Field(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_\-]+$")]
 TaskId = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_\-.]+$")]
+LeaseId = Annotated[str, Field(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_\-]+$")]
 
 
 class Viewport(BaseModel):
@@ -68,6 +69,32 @@ class CreateSessionRequest(Message):
     seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
     max_steps: Annotated[int, Field(ge=1, le=500)] = 30
     run_id: Annotated[str, Field(max_length=80, pattern=r"^[A-Za-z0-9_\-.]*$")] = ""
+    # The owner's lease (``POST /leases``): the session, and every fork of it, is closed when the
+    # lease's heartbeat stops. None: the session lives until closed or idle for the env's TTL.
+    lease_id: LeaseId | None = None
+
+
+class CreateLeaseRequest(Message):
+    """Ask for a session lease. ``owner`` only labels it in logs and ``GET /leases``."""
+
+    owner: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_\-.:@]+$")]
+
+
+class LeaseInfo(Message):
+    """A session lease: renew it (``POST /leases/{lease_id}/heartbeat``) more often than every
+    ``ttl_s`` seconds, or the env closes every session created under it."""
+
+    lease_id: LeaseId
+    owner: str
+    ttl_s: float
+    sessions: int  # sessions open under the lease now
+    created_at: float  # unix time
+    renewed_at: float  # unix time of the last heartbeat (or of the creation)
+
+
+class LeaseReleased(Message):
+    lease_id: LeaseId
+    sessions_closed: int
 
 
 class StepRequest(Message):
@@ -91,6 +118,7 @@ class SessionInfo(Message):
     last_used_at: float
     terminated: bool
     truncated: bool
+    lease_id: LeaseId | None = None
 
 
 class ResetResponse(Message):

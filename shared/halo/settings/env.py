@@ -80,6 +80,12 @@ class EnvSettings(HaloSettings):
     # Sessions.
     session_ttl_s: float = Field(600.0, gt=0, description="Seconds a session may sit unused before it is reaped")
     reap_interval_s: float = Field(15.0, gt=0, description="Seconds between idle-session sweeps")
+    lease_ttl_s: float = Field(
+        10.0,
+        ge=1.0,
+        le=600.0,
+        description="Seconds a session lease lives without a heartbeat; then every session under it is closed",
+    )
     axtree_max_chars: int = Field(
         20_000, ge=200, description="Accessibility-tree text cap, characters; longer trees are cut"
     )
