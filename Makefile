@@ -12,7 +12,12 @@ PYTEST := .venv/bin/pytest
 setup:            ## install system packages and the locked Python environment (idempotent)
 	@bash scripts/setup.sh
 
-up:               ## GPU box: the whole Compose stack, waiting for every healthcheck
+up:               ## GPU box: the whole Compose stack, waiting for every healthcheck (writes a trainer token to .env once)
+	@# The trainer listens on every interface of its container, so it needs a token; the CLI reads it from .env too.
+	@if ! grep -qs '^HALO_TRAINER_API_TOKEN=..*' .env; then \
+		umask 077; printf '\nHALO_TRAINER_API_TOKEN=%s\n' "$$(python3 -c 'import secrets; print(secrets.token_hex(24))')" >> .env; \
+		echo "wrote a random HALO_TRAINER_API_TOKEN to .env"; \
+	fi
 	docker compose up -d --wait
 
 down:             ## GPU box: stop the Compose stack
