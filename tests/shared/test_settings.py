@@ -7,7 +7,7 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-from halo.settings import resolved
+from halo.settings import REPO_ROOT, resolved
 from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
 from halo.settings.reward import RewardSettings
@@ -47,3 +47,13 @@ def test_secrets_are_masked(monkeypatch, caplog):
     with caplog.at_level(logging.INFO):
         log_settings(TrainerSettings(), logging.getLogger("t"))
     assert "s3cret-token" not in caplog.text
+
+
+def test_the_trainer_reads_no_other_service_settings():
+    """One owner per setting: the trainer (and the tools that play its jobs) build nothing from
+    another service's class; what they need of vLLM is in TrainerSettings and the run's config."""
+    paths = [*(REPO_ROOT / "services" / "trainer").rglob("*.py"), REPO_ROOT / "scripts" / "eval.py"]
+    for path in paths:
+        text = path.read_text()
+        for other in ("PolicySettings", "EnvSettings", "RewardSettings", "SitesSettings"):
+            assert other not in text, f"{path.relative_to(REPO_ROOT)} uses {other}"
