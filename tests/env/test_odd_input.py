@@ -1,0 +1,88 @@
+"""The env service answers 4xx, never 5xx, to lone UTF-16 surrogates in every string it accepts
+(task ids, run ids, lease owners, action text, snapshots) and to oversize chunked bodies, on a
+kept-alive connection that stays usable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.env.helpers import create
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+JSON = {"content-type": "application/json"}
+
+
+def _string_places(value: Any, path: tuple = ()) -> Iterator[tuple]:
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield (*path, ("key", key))
+            yield from _string_places(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _string_places(item, (*path, i))
+
+
+def _poisoned(body: Any, place: tuple) -> Any:
+    body = json.loads(json.dumps(body))
+    *parents, last = place
+    node = body
+    for p in parents:
+        node = node[p]
+    if isinstance(last, tuple):
+        node["\ud800" + last[1]] = node.pop(last[1])
+    else:
+        node[last] = node[last] + "\ud800"
+    return body
+
+
+def _assert_refused_everywhere(http: httpx.Client, path: str, valid: Any) -> int:
+    places = list(_string_places(valid))
+    for place in places:
+        bad = _poisoned(valid, place)
+        for raw in (json.dumps(bad).encode(), json.dumps(bad, ensure_ascii=False).encode("utf-8", "surrogatepass")):
+            r = http.post(path, content=raw, headers=JSON)
+            assert 400 <= r.status_code < 500, (path, place, r.status_code, r.text)
+            assert r.json()["error"], r.text
+    return len(places)
+
+
+def test_lone_surrogates_are_refused_in_every_field(http: httpx.Client) -> None:
+    sid = create(http)["observation"]["session_id"]
+    snapshot = http.get(f"/sessions/{sid}/snapshot").json()
+    bodies = [
+        ("/sessions", {"task_id": "fixture.actions", "run_id": "run-1", "seed": 1}),
+        ("/leases", {"owner": "worker-1"}),
+        (f"/sessions/{sid}/step", {"action": {"action": "type", "text": "hello", "element_id": "1"}}),
+        (f"/sessions/{sid}/step", {"action": {"action": "answer", "text": "42"}}),
+        (f"/sessions/{sid}/step", {"action": {"action": "key", "keys": ["ctrl", "a"]}}),
+        ("/sessions/restore", snapshot),
+    ]
+    checked = sum(_assert_refused_everywhere(http, path, body) for path, body in bodies)
+    assert checked > 20
+    # Nothing was created by the refused requests, the session is untouched and still usable.
+    assert [s["session_id"] for s in http.get("/sessions").json()] == [sid]
+    r = http.post(
+        f"/sessions/{sid}/step", json={"action": {"action": "type", "text": "ok \U0001f600", "element_id": "1"}}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["observation"]["step"] == 1
+
+
+def test_a_chunked_oversize_body_is_a_413(http: httpx.Client) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"task_id": "fixture.actions", "url": "'
+        for _ in range(40 * 16):  # 40 MiB, no Content-Length
+            yield b"a" * 65536
+        yield b'"}'
+
+    r = http.post("/sessions/restore", content=chunks(), headers=JSON)
+    assert r.status_code == 413 and "exceeds" in r.json()["error"], r.text
+    assert http.get("/ready").status_code == 200
+    assert http.get("/sessions").json() == []
