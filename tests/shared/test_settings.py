@@ -57,3 +57,11 @@ def test_the_trainer_reads_no_other_service_settings():
         text = path.read_text()
         for other in ("PolicySettings", "EnvSettings", "RewardSettings", "SitesSettings"):
             assert other not in text, f"{path.relative_to(REPO_ROOT)} uses {other}"
+
+
+def test_a_learner_field_a_run_owns_is_refused_in_the_trainer_environment(monkeypatch):
+    monkeypatch.setenv("HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE", "4")
+    assert TrainerSettings(_env_file=None).learner.micro_batch_size == 4
+    monkeypatch.setenv("HALO_TRAINER_LEARNER__LEARNING_RATE", "0.1")
+    with pytest.raises(ValidationError, match="learning_rate belong to each run's config"):
+        TrainerSettings(_env_file=None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from halo.schemas.runs import LossType
@@ -15,8 +15,9 @@ from halo.settings import HaloSettings
 class LearnerConfig(BaseModel):
     """Hyper-parameters of the GRPO learner (halo_trainer.learner); saved with every checkpoint.
 
-    Set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>`` (e.g. ``HALO_TRAINER_LEARNER__LORA_R=8``);
-    a run overrides fields with ``model_copy(update=...)``.
+    The optimiser and memory fields are set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>``
+    (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``); the fields in ``RUN_OWNED_LEARNER_FIELDS``
+    belong to the run's config (``RunConfig.learner_config``) and are refused there.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -66,6 +67,23 @@ class LearnerConfig(BaseModel):
     )
 
 
+# Set per run (configs/rl_config.yaml, its profile, the RunSpec): one owner, so not settable here.
+RUN_OWNED_LEARNER_FIELDS = frozenset(
+    {
+        "loss_type",
+        "learning_rate",
+        "kl_coef",
+        "clip_eps_low",
+        "clip_eps_high",
+        "max_grad_norm",
+        "lora_r",
+        "lora_alpha",
+        "lora_target_modules",
+        "max_completion_tokens",
+    }
+)
+
+
 class TrainerSettings(HaloSettings):
     model_config = SettingsConfigDict(
         env_prefix="HALO_TRAINER_", env_file=".env", extra="ignore", frozen=True, env_nested_delimiter="__"
@@ -113,6 +131,17 @@ class TrainerSettings(HaloSettings):
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )
+
+    @field_validator("learner")
+    @classmethod
+    def _learner_fields_not_owned_by_runs(cls, learner: LearnerConfig) -> LearnerConfig:
+        owned = sorted(learner.model_fields_set & RUN_OWNED_LEARNER_FIELDS)
+        if owned:
+            raise ValueError(
+                f"{', '.join(owned)} belong to each run's config (configs/rl_config.yaml or the POST /runs body), "
+                "not to HALO_TRAINER_LEARNER__*"
+            )
+        return learner
 
     def resolved_device(self) -> str:
         return self.device or ("cpu" if self.target == "cpu" else "cuda")
