@@ -118,7 +118,7 @@ def lone_surrogate_field(body: bytes) -> str | None:
 def _may_hold_surrogate(body: bytes) -> bool:
     # Python's json decodes bytes with "surrogatepass" and guesses UTF-16/32 from NUL bytes, so a
     # surrogate can also arrive UTF-8-encoded (invalid UTF-8) or in a UTF-16/32 body.
-    if _SURROGATE_ESCAPE.search(body) is not None or b"\x00" in body:
+    if b"\x00" in body or (b"\\u" in body and _SURROGATE_ESCAPE.search(body) is not None):
         return True
     if body.isascii():
         return False
