@@ -53,7 +53,8 @@ class Stack:
         return json.loads((self.data_dir / "stack" / "stack.json").read_text())
 
     def pid(self, service: str) -> int:
-        return next(s["pid"] for s in self.state()["services"] if s["name"] == service)
+        # The newest process recorded for the service (an earlier one may have been killed).
+        return [p["pid"] for p in self.state()["processes"] if p["service"] == service][-1]
 
     def api(self) -> httpx.Client:
         return httpx.Client(base_url=self.url["trainer"], timeout=30)
