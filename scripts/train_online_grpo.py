@@ -54,7 +54,12 @@ def main() -> int:
     ):
         if value is not None:
             cmd += [flag, str(value)]
-    env = {**os.environ, "HALO_TRAINER_PORT": args.trainer_url.rsplit(":", 1)[-1].rstrip("/")}
+    # A trainer the CLI starts samples from --policy_url (the trainer's own setting).
+    env = {
+        **os.environ,
+        "HALO_TRAINER_PORT": args.trainer_url.rsplit(":", 1)[-1].rstrip("/"),
+        "HALO_TRAINER_POLICY_URL": args.policy_url,
+    }
     os.execvpe(cmd[0], cmd, env)
     return 0
 
