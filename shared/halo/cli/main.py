@@ -108,7 +108,9 @@ def _api(call, *args, **kwargs) -> httpx.Response:
 def train(
     domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
     episodes: int = typer.Option(None, help="Episodes to run (default from configs/rl_config.yaml)"),
-    task: list[str] = typer.Option(None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"),
+    task: list[str] = typer.Option(
+        None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
+    ),
     algorithm: str = typer.Option("grpo", help="grpo (mcts is not implemented yet)"),
     num_generations: int = typer.Option(None, help="Group size N"),
     lr: float = typer.Option(None, "--lr", help="Learning rate"),
