@@ -379,11 +379,11 @@ def test_ports_are_published_on_loopback_and_vllm_not_at_all(gpu_stack: Stack, t
     assert _published(debug.services["policy"]) == [("127.0.0.1", 8000)]
 
 
-def test_the_stack_does_not_start_without_a_trainer_token(tmp_path: Path):
+def test_the_stack_does_not_start_without_a_trainer_token(gpu_stack: Stack, tmp_path: Path):
     result = render(tmp_path)
     assert result.returncode != 0
     assert "HALO_TRAINER_API_TOKEN" in result.stderr and "make up" in result.stderr
-    _, trainer = Stack(load(tmp_path)).by_type(TrainerSettings)
+    _, trainer = gpu_stack.by_type(TrainerSettings)
     assert trainer.host == "0.0.0.0" and trainer.api_token.get_secret_value() == TOKEN
 
 
