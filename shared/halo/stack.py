@@ -457,9 +457,9 @@ def status() -> list[dict]:
     settings = HaloSettings()
     state = load_state(settings)
     redis_url = state.redis_url if state else settings.redis_url
-    rows = [{"service": "redis", "url": redis_url, "healthy": redis_reachable(redis_url), "ready": None}]
+    rows = [{"service": "redis", "url": redis_url, "alive": redis_reachable(redis_url), "ready": None}]
     for spec in service_specs():
-        healthy = probe(spec).alive
-        ready = is_ready(spec.base_url, spec.ready_path) if healthy else False
-        rows.append({"service": spec.name, "url": spec.base_url, "healthy": healthy, "ready": ready})
+        alive = probe(spec).alive
+        ready = is_ready(spec.base_url, spec.ready_path) if alive else False
+        rows.append({"service": spec.name, "url": spec.base_url, "alive": alive, "ready": ready})
     return rows

@@ -76,7 +76,9 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
     # One client for every readiness probe, made once: making one loads the CA bundle on the event
     # loop (0.5 s on a loaded 2-core machine), and a client per check per /ready stalled the whole
     # trainer, /health included, for seconds. No keep-alive: every probe tests a fresh connection.
-    probes = httpx.AsyncClient(timeout=3, limits=httpx.Limits(max_keepalive_connections=0))
+    # 10 s: the env's /ready opens a page in a browser, which took 3-7 s under load (a 3 s limit made
+    # the trainer flap between ready and not ready while nothing was wrong).
+    probes = httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_keepalive_connections=0))
     add_health_routes(
         app,
         "trainer",
@@ -86,6 +88,7 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
             "reward": _http_check(probes, f"{settings.reward_url}/ready"),
             "policy": _http_check(probes, f"{settings.policy_url}/health"),
         },
+        timeout_s=12.0,
     )
 
     def authorize(authorization: str | None = Header(None)) -> None:

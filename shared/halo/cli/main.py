@@ -64,12 +64,12 @@ def stack_status() -> None:
 
 
 def _print_status(rows: list[dict]) -> bool:
-    table = Table("service", "url", "healthy", "ready")
+    table = Table("service", "url", "alive", "ready")
     ok = True
     for row in rows:
-        ok &= bool(row["healthy"]) and row["ready"] is not False
+        ok &= bool(row["alive"]) and row["ready"] is not False
         mark = {True: "[green]yes[/green]", False: "[red]no[/red]", None: "-"}
-        table.add_row(row["service"], row["url"], mark[row["healthy"]], mark[row["ready"]])
+        table.add_row(row["service"], row["url"], mark[row["alive"]], mark[row["ready"]])
     console.print(table)
     return ok
 
