@@ -127,6 +127,7 @@ class EnvClient(_Client):
         self._lease_keeper: asyncio.Task | None = None
         self._lease_owner = ""
         self._lease_ttl_s = 10.0
+        self._lease_lock = asyncio.Lock()
 
     async def reset(self, task_id: str, seed: int = 0, max_steps: int = 30, run_id: str = "") -> ResetResponse:
         for attempt in range(2):
@@ -144,7 +145,7 @@ class EnvClient(_Client):
             except ServiceRejected as exc:
                 if attempt or lease_id is None or exc.status != 404 or "unknown lease" not in str(exc):
                     raise
-                await self._new_lease()
+                await self._new_lease(replacing=lease_id)
         raise AssertionError("unreachable")
 
     # -- session lease -----------------------------------------------------------------------------
@@ -170,7 +171,7 @@ class EnvClient(_Client):
         if self._lease_holders == 1:
             self._lease_owner = _owner_label(owner)
             with contextlib.suppress(ServiceError):
-                await self._new_lease()
+                await self._new_lease(replacing=None)
             self._lease_keeper = asyncio.create_task(self._keep_lease())
         try:
             yield
@@ -179,22 +180,28 @@ class EnvClient(_Client):
             if self._lease_holders == 0:
                 await self._drop_lease()
 
-    async def _new_lease(self) -> None:
-        info = await self.create_lease(self._lease_owner)
-        self.lease_id, self._lease_ttl_s = info.lease_id, info.ttl_s
+    async def _new_lease(self, replacing: str | None) -> None:
+        # One lease at a time: the keeper and a refused reset may both notice a lost lease, and a
+        # second new lease would get no heartbeat, taking the sessions made under it down with it.
+        async with self._lease_lock:
+            if self.lease_id != replacing:
+                return  # someone already replaced it
+            info = await self.create_lease(self._lease_owner)
+            self.lease_id, self._lease_ttl_s = info.lease_id, info.ttl_s
         logger.info("env session lease %s held by %s (ttl %.1f s)", info.lease_id, info.owner, info.ttl_s)
 
     async def _keep_lease(self) -> None:
         while True:
             await asyncio.sleep(self._lease_ttl_s / 4 if self.lease_id else 1.0)
+            lease_id = self.lease_id
             try:
-                if self.lease_id is None:
-                    await self._new_lease()
-                    continue
-                await self.heartbeat(self.lease_id)
-            except ServiceRejected as exc:  # expired (this process stalled) or the env restarted
-                logger.warning("env session lease %s lost (%s); taking a new one", self.lease_id, exc)
-                self.lease_id = None
+                if lease_id is not None:
+                    try:
+                        await self.heartbeat(lease_id)
+                        continue
+                    except ServiceRejected as exc:  # expired (this process stalled) or the env restarted
+                        logger.warning("env session lease %s lost (%s); taking a new one", lease_id, exc)
+                await self._new_lease(replacing=lease_id)
             except ServiceError as exc:  # the env is unreachable: try again at the next beat
                 logger.warning("env session lease heartbeat failed: %s", exc)
             except Exception:  # the keeper must outlive one odd answer

@@ -4,6 +4,7 @@ sessions keep the idle TTL; forks inherit the lease; the session count returns t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -22,13 +23,15 @@ from tests.env.helpers import create
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 TTL_S = 3.0
+# Generous page timeouts: these tests are about leases, and a loaded machine slows screenshots.
+SLACK = {"action_timeout_s": 10.0, "navigation_timeout_s": 20.0, "step_timeout_s": 20.0}
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def server(site, tmp_path: Path) -> Iterator[EnvServer]:
     # The idle reaper is far away (600 s): only the lease may close anything here.
-    settings = settings_for(tmp_path, lease_ttl_s=TTL_S, session_ttl_s=600, reap_interval_s=600)
+    settings = settings_for(tmp_path, lease_ttl_s=TTL_S, session_ttl_s=600, reap_interval_s=600, **SLACK)
     with EnvServer(settings, [FixtureBackend(site.url)]) as s:
         yield s
 
@@ -156,7 +159,7 @@ def test_lease_routes_and_refusals(server: EnvServer) -> None:
 
 
 def test_leased_sessions_are_not_reaped_for_idling(site, tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, lease_ttl_s=TTL_S, session_ttl_s=1.0, reap_interval_s=0.3)
+    settings = settings_for(tmp_path, lease_ttl_s=TTL_S, session_ttl_s=1.0, reap_interval_s=0.3, **SLACK)
     with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
         idle = create(http)["observation"]["session_id"]  # also launches the browser
         lid = http.post("/leases", json={"owner": "test"}).json()["lease_id"]
@@ -166,3 +169,28 @@ def test_leased_sessions_are_not_reaped_for_idling(site, tmp_path: Path) -> None
             assert http.get("/leases").json()[0]["sessions"] == 1
         assert _open(http) == {leased}, "the unleased session is reaped, the leased one kept"
         assert idle not in _open(http)
+
+
+def test_the_client_replaces_a_lost_lease_and_keeps_one(server: EnvServer) -> None:
+    """EnvClient.hold_lease: a lease the env forgot (expired, env restarted) is replaced once, by the
+    refused reset or by the heartbeat task, and sessions go on being created under the new one."""
+    from halo.clients import EnvClient
+
+    async def scenario() -> None:
+        async with EnvClient(server.url) as env, env.hold_lease("client-test"):
+            first = env.lease_id
+            assert first is not None
+            with client(server) as http:
+                http.delete(f"/leases/{first}")  # as if it had expired
+            reset = await env.reset("fixture.actions")  # refused under the lost lease, retried once
+            second = env.lease_id
+            assert second not in (None, first)
+            await asyncio.sleep(TTL_S + 1.5)  # the heartbeat task keeps the new lease alive
+            with client(server) as http:
+                listed = {s["session_id"]: s["lease_id"] for s in http.get("/sessions").json()}
+                assert listed[reset.observation.session_id] == second
+                assert [le["lease_id"] for le in http.get("/leases").json()] == [second]
+        with client(server) as http:  # leaving hold_lease released it and closed its session
+            assert http.get("/leases").json() == [] and http.get("/sessions").json() == []
+
+    asyncio.run(scenario())
