@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,14 +20,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Stack:
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, own_redis: bool = False) -> None:
+        """``own_redis``: a redis-server of this stack's own (started by ``halo stack up``), so no
+        other stack's trainer resumes this one's runs or takes its jobs (both share their keys)."""
         self.data_dir = data_dir
         self.ports = {name: free_port() for name in ("sites", "env", "reward", "policy", "trainer")}
         url = {name: f"http://127.0.0.1:{port}" for name, port in self.ports.items()}
+        redis_port = free_port() if own_redis else None
+        self.redis_url = f"redis://127.0.0.1:{redis_port}/0" if redis_port else REDIS_URL
         self.env = {
             **os.environ,
             "HALO_DATA_DIR": str(data_dir),
-            "HALO_REDIS_URL": REDIS_URL,
+            "HALO_REDIS_URL": self.redis_url,
             "HALO_SITES_PORT": str(self.ports["sites"]),
             "HALO_ENV_PORT": str(self.ports["env"]),
             "HALO_ENV_SITES_URL": url["sites"],
@@ -37,6 +43,8 @@ class Stack:
             "HALO_TRAINER_POLICY_URL": url["policy"],
             "HALO_TRAINER_JOB_CLAIM_IDLE_S": "5",
         }
+        if redis_port:
+            self.env["HALO_STACK_REDIS_PORT"] = str(redis_port)
         self.url = url
 
     def halo(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -76,14 +84,22 @@ class Stack:
         raise AssertionError(f"run {run_id} not in {states} after {timeout_s} s: {status}")
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    s = Stack(tmp_path_factory.mktemp("stack"))
+@contextlib.contextmanager
+def running(s: Stack) -> Iterator[Stack]:
+    """``halo stack up`` (the test fails with the services' log tails if it does not), then down."""
     up = s.halo("stack", "up")
     if up.returncode != 0:
         logs = s.data_dir / "stack" / "logs"
         tails = {p.name: p.read_text(errors="replace")[-1500:] for p in logs.glob("*.log")} if logs.exists() else {}
         s.halo("stack", "down")
         pytest.fail(f"stack did not come up:\n{up.stdout}\n{up.stderr}\n{json.dumps(tails, indent=1)}")
-    yield s
-    s.halo("stack", "down", timeout=120)
+    try:
+        yield s
+    finally:
+        s.halo("stack", "down", timeout=120)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with running(Stack(tmp_path_factory.mktemp("stack"))) as s:
+        yield s
