@@ -24,6 +24,8 @@ if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
   export HALO_EXTRA_CA_CERTS
 fi
 
+# The resolved file holds the trainer's token (interpolated from the environment or .env).
+umask 077
 mkdir -p var/compose
 resolved="var/compose/cpu.yml"
 docker-compose -p "$PROJECT" -f docker-compose.yml -f docker-compose.cpu.yml config \

@@ -31,6 +31,12 @@ log() { printf '[compose-test %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 now() { date +%s; }
 json_field() { "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]) if d.get(sys.argv[1]) is not None else "")' "$1"; }
 
+# docker-compose.yml requires a trainer token; the stack of this check gets a fresh one unless given.
+if [ -z "${HALO_TRAINER_API_TOKEN:-}" ]; then
+  HALO_TRAINER_API_TOKEN="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+fi
+export HALO_TRAINER_API_TOKEN
+AUTH="Authorization: Bearer $HALO_TRAINER_API_TOKEN"
 if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
   HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
   export HALO_EXTRA_CA_CERTS
@@ -94,7 +100,7 @@ log "every service healthy after ${t_healthy}s"
 
 # --- 4: a short training run through the stack --------------------------------------------------
 t_run=$(now)
-status=$(curl -sS --fail-with-body -X POST "$TRAINER_URL/runs" -H 'content-type: application/json' -d "$RUN_SPEC")
+status=$(curl -sS --fail-with-body -X POST "$TRAINER_URL/runs" -H "$AUTH" -H 'content-type: application/json' -d "$RUN_SPEC")
 run_id=$(printf '%s' "$status" | json_field run_id)
 [ -n "$run_id" ] || { log "POST /runs answered: $status"; exit 1; }
 log "run $run_id created"
@@ -122,7 +128,7 @@ log "vLLM lists $adapter after ${t_adapter}s"
 metrics_lines=$(compose exec -T policy sh -c "test -s /data/runs/$run_id/metrics.jsonl && wc -l < /data/runs/$run_id/metrics.jsonl" | tr -d '[:space:]' || true)
 [ -n "$metrics_lines" ] && [ "$metrics_lines" -ge 1 ] || { log "no metrics in /data/runs/$run_id/metrics.jsonl"; exit 1; }
 log "runs/$run_id/metrics.jsonl holds $metrics_lines line(s) on the shared volume"
-curl -sS -X POST "$TRAINER_URL/runs/$run_id/stop" >/dev/null || true
+curl -sS -X POST "$TRAINER_URL/runs/$run_id/stop" -H "$AUTH" >/dev/null || true
 
 # --- 5: down, nothing left ---------------------------------------------------------------------
 t_down=$(now)
