@@ -115,6 +115,22 @@ def lone_surrogate_field(body: bytes) -> str | None:
     return None
 
 
+def replace_lone_surrogates(value: Any) -> Any:
+    """``value`` (JSON-like) with every lone surrogate in its strings and keys replaced by U+FFFD.
+
+    For text a service reads from elsewhere rather than from its client (a web page's DOM, title
+    or storage, which JavaScript lets hold lone surrogates): such text is kept, minus the code
+    points that cannot be encoded, so that answering it never fails.
+    """
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    return value
+
+
 def _may_hold_surrogate(body: bytes) -> bool:
     # Python's json decodes bytes with "surrogatepass" and guesses UTF-16/32 from NUL bytes, so a
     # surrogate can also arrive UTF-8-encoded (invalid UTF-8) or in a UTF-16/32 body.

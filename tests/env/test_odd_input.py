@@ -86,3 +86,27 @@ def test_a_chunked_oversize_body_is_a_413(http: httpx.Client) -> None:
     assert r.status_code == 413 and "exceeds" in r.json()["error"], r.text
     assert http.get("/ready").status_code == 200
     assert http.get("/sessions").json() == []
+
+
+def test_a_page_whose_text_holds_lone_surrogates_is_observed_not_a_500(http: httpx.Client) -> None:
+    """Lone surrogates can also come from the page (JavaScript strings allow them): every answer
+    that carries page text is still 200, with U+FFFD where the page had a lone surrogate."""
+    reset = create(http, task_id="fixture.surrogates")
+    obs, sid = reset["observation"], reset["observation"]["session_id"]
+    assert obs["title"] == "odd \ufffd" and "press" in obs["axtree"]  # the tree quotes names JSON-escaped
+    assert obs["site_state"]["state"]["note"] == "n\ufffd" and "\ufffdkey" in obs["site_state"]["state"]
+    r = http.post(f"/sessions/{sid}/step", json={"action": {"action": "left_click", "element_id": _bid(obs, "press")}})
+    assert r.status_code == 200, r.text
+    assert r.json()["observation"]["site_state"]["state"] == {"count": 1, "note": "n\ufffd\ufffd", "\ufffdkey": 1}
+    snap = http.get(f"/sessions/{sid}/snapshot")
+    assert snap.status_code == 200, snap.text
+    assert "\ufffd" in json.dumps(snap.json()["storage_state"], ensure_ascii=False)
+    fork = http.post(f"/sessions/{sid}/fork", json={"n": 1})
+    assert fork.status_code == 200, fork.text
+    assert fork.json()["sessions"][0]["observation"]["title"] == "odd \ufffd"
+    assert http.post(f"/sessions/{sid}/validate").status_code == 200
+
+
+def _bid(obs: dict, name: str) -> str:
+    line = next(x for x in obs["axtree"].splitlines() if name in x)
+    return line.split("[", 1)[1].split("]", 1)[0]

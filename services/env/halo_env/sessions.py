@@ -47,7 +47,7 @@ from halo.schemas import (
 )
 from halo.schemas.env import LeaseInfo, LeaseReleased
 from halo.screenshots import ScreenshotStore
-from halo.service import ServiceError
+from halo.service import ServiceError, replace_lone_surrogates
 from halo.settings.env import EnvSettings
 from halo_env import browser_state, metrics
 from halo_env.allowlist import NetworkGuard
@@ -487,10 +487,13 @@ class SessionManager:
     async def _evaluate(self, page: Page) -> dict[str, Any]:
         for attempt in range(3):
             try:
-                return await asyncio.wait_for(
+                raw = await asyncio.wait_for(
                     page.evaluate(OBSERVE, {"maxChars": self.s.axtree_max_chars, "capture": True}),
                     self.s.evaluate_timeout_s,
                 )
+                # A page's text may hold lone surrogates (JavaScript strings allow them); they
+                # cannot be encoded into the answer, so they become U+FFFD here, where they enter.
+                return replace_lone_surrogates(raw)
             except PlaywrightError as exc:  # a navigation replaced the document under the script: observe the new one
                 if attempt == 2 or not any(m in str(exc) for m in _NAVIGATING):
                     raise
@@ -584,7 +587,7 @@ class SessionManager:
                 browser_state.capture(session.lease, self.s.evaluate_timeout_s, (session.pointer.x, session.pointer.y))
             )
             return browser_state.to_snapshot(
-                state,
+                replace_lone_surrogates(state),  # forks copy the page's storage exactly; the wire cannot
                 session.task.id,
                 session.step,
                 session.actions,
@@ -604,7 +607,7 @@ class SessionManager:
                     session.lease.page.evaluate("() => window.__HALO__ ? window.__HALO__.finish() : null"),
                     self.s.evaluate_timeout_s,
                 )
-                site_state = raw if isinstance(raw, dict) else None
+                site_state = replace_lone_surrogates(raw) if isinstance(raw, dict) else None
             return await self._validate(session, site_state)
 
     async def _validate(self, session: Session, site_state: dict[str, Any] | None) -> ValidationResult:

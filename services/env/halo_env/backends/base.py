@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from playwright.async_api import Page
 
 from halo.schemas import ForkMethod, Task, ValidationResult
+from halo.service import replace_lone_surrogates
 from halo_env.page_js import READ_PRE_JSON
 
 
@@ -91,6 +92,6 @@ async def read_finish_page(page: Page, url: str) -> dict[str, Any] | None:
             value = json.loads(text)
         except json.JSONDecodeError:
             return None
-        return value if isinstance(value, dict) else None
+        return replace_lone_surrogates(value) if isinstance(value, dict) else None
     finally:
         await tab.close()
