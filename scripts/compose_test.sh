@@ -20,7 +20,7 @@ BASE_IMAGE="${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest}"
 export HALO_CPU_BASE_IMAGE="$BASE_IMAGE"
 TRAINER_URL="http://127.0.0.1:${HALO_CPU_TRAINER_PORT:-18400}"
 POLICY_URL="http://127.0.0.1:${HALO_CPU_POLICY_PORT:-18000}"
-HEALTHY_TIMEOUT_S="${HALO_COMPOSE_HEALTHY_TIMEOUT_S:-900}"
+HEALTHY_TIMEOUT_S="${HALO_COMPOSE_HEALTHY_TIMEOUT_S:-1500}"
 RUN_TIMEOUT_S="${HALO_COMPOSE_RUN_TIMEOUT_S:-900}"
 # A short run: 8 step-group episodes of one Playground task, groups of 4, no evaluation: two updates.
 RUN_SPEC="${HALO_COMPOSE_RUN_SPEC:-{\"domain\": \"playground\", \"tasks\": [\"local.playground-1\"], \"episodes\": 8, \"num_generations\": 4, \"eval_every\": 0, \"name\": \"compose\"}}"
