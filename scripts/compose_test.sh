@@ -75,7 +75,10 @@ log "images ready after ${t_build}s (base ${t_base}s)"
 compose down -v --remove-orphans >/dev/null 2>&1 || true
 stack_up=1
 t_up=$(now)
-compose up -d
+# In the background: Compose v1's `up` itself waits for `depends_on: service_healthy`, and the poll
+# below should see each service turn healthy, not only the last.
+compose up -d >&2 &
+up_pid=$!
 services=$(compose config --services)
 log "waiting for the healthchecks of: $(echo $services)"
 declare -A healthy_at=()
@@ -83,7 +86,7 @@ while :; do
   pending=0
   for svc in $services; do
     [ -n "${healthy_at[$svc]:-}" ] && continue
-    cid=$(compose ps -q "$svc")
+    cid=$(compose ps -q "$svc" 2>/dev/null || true)
     state=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$cid" 2>/dev/null || echo "missing missing")
     case "$state" in
       "running healthy") healthy_at[$svc]=$(( $(now) - t_up )); log "$svc healthy after ${healthy_at[$svc]}s" ;;
@@ -95,6 +98,7 @@ while :; do
   (( $(now) - t_up > HEALTHY_TIMEOUT_S )) && { log "not healthy after ${HEALTHY_TIMEOUT_S}s"; exit 1; }
   sleep 2
 done
+wait "$up_pid" || { log "docker-compose up failed"; exit 1; }
 t_healthy=$(( $(now) - t_up ))
 log "every service healthy after ${t_healthy}s"
 
