@@ -28,6 +28,7 @@ fi
 umask 077
 mkdir -p var/compose
 resolved="var/compose/cpu.yml"
+tmp=$(mktemp "$resolved.XXXXXX")  # its own file: two calls at once must not interleave
 docker-compose -p "$PROJECT" -f docker-compose.yml -f docker-compose.cpu.yml config \
   | "$PY" -c '
 import sys, yaml
@@ -38,6 +39,6 @@ for svc in doc["services"].values():
     if svc.get("network_mode") == "host":
         svc.pop("ports", None)
 yaml.safe_dump(doc, sys.stdout, sort_keys=False)
-' > "$resolved.tmp"
-mv "$resolved.tmp" "$resolved"
+' > "$tmp"
+mv "$tmp" "$resolved"
 exec docker-compose -p "$PROJECT" --project-directory "$ROOT" -f "$resolved" "$@"
