@@ -86,12 +86,15 @@ while :; do
   pending=0
   for svc in $services; do
     [ -n "${healthy_at[$svc]:-}" ] && continue
-    cid=$(compose ps -q "$svc" 2>/dev/null || true)
-    state=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$cid" 2>/dev/null || echo "missing missing")
+    # By label, not `compose ps`: Compose itself is busy in `up`, and this is cheaper under load.
+    cid=$(docker ps -a -q --filter "label=com.docker.compose.project=$HALO_CPU_PROJECT" \
+            --filter "label=com.docker.compose.service=$svc" | head -n1)
+    state="missing"
+    [ -n "$cid" ] && state=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$cid" 2>/dev/null || echo missing)
     case "$state" in
       "running healthy") healthy_at[$svc]=$(( $(now) - t_up )); log "$svc healthy after ${healthy_at[$svc]}s" ;;
-      "running starting" | "created "* | "missing "*) pending=1 ;;
-      *) log "$svc is '$state'"; exit 1 ;;
+      *unhealthy | exited* | dead*) log "$svc is '$state'"; exit 1 ;;
+      *) pending=1 ;;  # missing (not created yet), created, starting, restarting
     esac
   done
   [ "$pending" = 0 ] && break
