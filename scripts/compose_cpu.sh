@@ -34,8 +34,8 @@ docker-compose -p "$PROJECT" -f docker-compose.yml -f docker-compose.cpu.yml con
 import sys, yaml
 doc = yaml.safe_load(sys.stdin)
 for svc in doc["services"].values():
-    devices = svc.get("deploy", {}).get("resources", {}).get("reservations", {})
-    devices.pop("devices", None)
+    reservations = svc.get("deploy", {}).get("resources", {}).get("reservations", {})
+    reservations.pop("devices", None)
     if svc.get("network_mode") == "host":
         svc.pop("ports", None)
 yaml.safe_dump(doc, sys.stdout, sort_keys=False)
