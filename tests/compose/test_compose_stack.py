@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.compose,
     pytest.mark.skipif(
         os.environ.get(OPT_IN) != "1",
-        reason=f"builds and runs the Docker Compose stack (~10+ min); the pre-release check: set {OPT_IN}=1 "
+        reason=f"builds and runs the Docker Compose stack (minutes cached, 20+ min cold); pre-release check: set {OPT_IN}=1 "
         "or run `make compose-test` (docs/compose.md)",
     ),
 ]
