@@ -42,6 +42,9 @@ if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
   export HALO_EXTRA_CA_CERTS
 fi
 
+docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md: install docker.io, start dockerd)"; exit 1; }
+command -v docker-compose >/dev/null 2>&1 || { log "docker-compose is missing (make setup installs it)"; exit 1; }
+
 stack_up=0
 cleanup() {
   local rc=$?
