@@ -14,20 +14,21 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REDIS_URL, free_port
+from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class Stack:
-    def __init__(self, data_dir: Path, own_redis: bool = False) -> None:
-        """``own_redis``: a redis-server of this stack's own (started by ``halo stack up``), so no
-        other stack's trainer resumes this one's runs or takes its jobs (both share their keys)."""
+    def __init__(self, data_dir: Path) -> None:
+        """Every stack runs a redis-server of its own (started by ``halo stack up``): a trainer resumes
+        any run its Redis lists as running, so a shared database would hand this stack's trainer the
+        runs another stack (or an interrupted earlier test session) left there."""
         self.data_dir = data_dir
         self.ports = {name: free_port() for name in ("sites", "env", "reward", "policy", "trainer")}
         url = {name: f"http://127.0.0.1:{port}" for name, port in self.ports.items()}
-        redis_port = free_port() if own_redis else None
-        self.redis_url = f"redis://127.0.0.1:{redis_port}/0" if redis_port else REDIS_URL
+        redis_port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{redis_port}/0"
         self.env = {
             **os.environ,
             "HALO_DATA_DIR": str(data_dir),
@@ -42,9 +43,8 @@ class Stack:
             "HALO_TRAINER_REWARD_URL": url["reward"],
             "HALO_TRAINER_POLICY_URL": url["policy"],
             "HALO_TRAINER_JOB_CLAIM_IDLE_S": "5",
+            "HALO_STACK_REDIS_PORT": str(redis_port),
         }
-        if redis_port:
-            self.env["HALO_STACK_REDIS_PORT"] = str(redis_port)
         self.url = url
 
     def halo(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:

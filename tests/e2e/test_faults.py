@@ -31,7 +31,7 @@ def _served(stack) -> set[str]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     """This module's stack, with a Redis of its own: another stack's trainer would resume its runs."""
-    with running(Stack(tmp_path_factory.mktemp("stack"), own_redis=True)) as s:
+    with running(Stack(tmp_path_factory.mktemp("stack"))) as s:
         yield s
 
 

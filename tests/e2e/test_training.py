@@ -11,8 +11,6 @@ import httpx
 import pytest
 import redis
 
-from tests.conftest import REDIS_URL
-
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
 
 SHORT_RUN = {
@@ -81,7 +79,7 @@ def test_trainer_killed_mid_run_resumes_without_losing_or_double_counting(stack)
     status = stack.wait_run(run_id, {"finished"})
     # 16 episodes in jobs of one episode, 4 jobs per update: exactly 4 updates' worth, counted once
     assert status["episodes_done"] == 16 and status["updates"] == 4
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(stack.redis_url)
     used = client.smembers(f"halo:run:{run_id}:used_jobs")
     assert len(used) == 16
     pending = client.xpending(f"halo:run:{run_id}:results", "learner")

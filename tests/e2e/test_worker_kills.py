@@ -16,7 +16,6 @@ import httpx
 import pytest
 import redis
 
-from tests.conftest import REDIS_URL
 from tests.e2e.conftest import ROOT
 from tests.e2e.test_training import SHORT_RUN
 
@@ -105,7 +104,7 @@ def test_extra_workers_killed_repeatedly_the_run_finishes_and_no_browser_context
 
     # Every episode counted once: one episode per job here, each job's result used exactly once.
     assert status["episodes_done"] == EPISODES and status["updates"] == EPISODES // 4
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(stack.redis_url)
     assert len(client.smembers(f"halo:run:{run_id}:used_jobs")) == EPISODES
     assert client.xpending(f"halo:run:{run_id}:results", "learner")["pending"] == 0
 
