@@ -144,6 +144,8 @@ def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
     _reap(pid)  # a child of this process that exited is a zombie until reaped: not alive
+    if _zombie(pid):  # nor is one whose parent never reaps it (a container's init, say)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -348,8 +350,13 @@ def _up_one(
         # starting up, or too busy to answer. Wait for it; a second one could only fail to bind.
         pids = ", ".join(str(p.pid) for p in ours)
         say(f"  {spec.name:<8} pid {pids} (started earlier) does not answer /health yet; waiting, not starting another")
-        _wait_ready(spec, ours[0], say)
-        return
+        try:
+            _wait_ready(spec, ours[0], say)
+            return
+        except ProcessExited:
+            # It was dying, not starting (killed a moment ago, say): its port is free again.
+            say(f"  {spec.name:<8} pid {pids} exited instead of answering; starting a new one")
+            found = probe(spec)
     if found.port_held:
         port = urlsplit(spec.base_url).port
         raise RuntimeError(
@@ -365,6 +372,10 @@ def _up_one(
     _wait_ready(spec, record, say)
 
 
+class ProcessExited(RuntimeError):
+    """The process a wait depended on is gone."""
+
+
 def _wait_ready(
     spec: ServiceSpec, record: ProcessRecord | None, say: Callable[[str], None], quiet_if_ready: bool = False
 ) -> None:
@@ -373,7 +384,7 @@ def _wait_ready(
     while time.monotonic() < deadline:
         if record is not None and not same_process(record):
             tail = Path(record.log).read_text(errors="replace")[-2000:] if record.log else ""
-            raise RuntimeError(f"{spec.name} (pid {record.pid}) exited while starting; log tail:\n{tail}")
+            raise ProcessExited(f"{spec.name} (pid {record.pid}) exited while starting; log tail:\n{tail}")
         if is_ready(spec.base_url, spec.ready_path):
             if not quiet_if_ready:
                 say(f"  {spec.name:<8} ready at {spec.base_url}")
