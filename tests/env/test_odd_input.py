@@ -12,41 +12,16 @@ import httpx
 import pytest
 
 from tests.env.helpers import create
+from tests.surrogates import JSON_HEADERS as JSON
+from tests.surrogates import poisoned, spellings, string_places
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-JSON = {"content-type": "application/json"}
-
-
-def _string_places(value: Any, path: tuple = ()) -> Iterator[tuple]:
-    if isinstance(value, str):
-        yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield (*path, ("key", key))
-            yield from _string_places(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _string_places(item, (*path, i))
-
-
-def _poisoned(body: Any, place: tuple) -> Any:
-    body = json.loads(json.dumps(body))
-    *parents, last = place
-    node = body
-    for p in parents:
-        node = node[p]
-    if isinstance(last, tuple):
-        node["\ud800" + last[1]] = node.pop(last[1])
-    else:
-        node[last] = node[last] + "\ud800"
-    return body
 
 
 def _assert_refused_everywhere(http: httpx.Client, path: str, valid: Any) -> int:
-    places = list(_string_places(valid))
+    places = list(string_places(valid))
     for place in places:
-        bad = _poisoned(valid, place)
-        for raw in (json.dumps(bad).encode(), json.dumps(bad, ensure_ascii=False).encode("utf-8", "surrogatepass")):
+        for raw in spellings(poisoned(valid, place)):
             r = http.post(path, content=raw, headers=JSON)
             assert 400 <= r.status_code < 500, (path, place, r.status_code, r.text)
             assert r.json()["error"], r.text

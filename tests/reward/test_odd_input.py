@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
 
 from halo.schemas import Action
 from tests.reward.helpers import request, state
-
-JSON = {"content-type": "application/json"}
+from tests.surrogates import JSON_HEADERS as JSON
+from tests.surrogates import poisoned, spellings, string_places
 
 
 @pytest.fixture
@@ -28,43 +27,15 @@ def _valid() -> dict:
     return req.model_dump(mode="json", exclude_none=True)
 
 
-def _string_places(value: Any, path: tuple = ()) -> Iterator[tuple]:
-    """Every string value and every key of a free-form dict (site_state) in the body."""
-    if isinstance(value, str):
-        yield path
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if "site_state" in path:
-                yield (*path, ("key", key))
-            yield from _string_places(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _string_places(item, (*path, i))
-
-
-def _poisoned(body: dict, place: tuple) -> dict:
-    body = json.loads(json.dumps(body))
-    *parents, last = place
-    node = body
-    for p in parents:
-        node = node[p]
-    if isinstance(last, tuple):  # a dict key
-        node["\ud800" + last[1]] = node.pop(last[1])
-    else:
-        node[last] = node[last] + "\ud800"
-    return body
-
-
 def test_a_lone_surrogate_in_any_string_is_a_422_never_a_500(base: str) -> None:
     valid = _valid()
-    places = list(_string_places(valid))
+    # Every string, and the keys of the free-form site_state dicts.
+    places = list(string_places(valid, keys=lambda path: "site_state" in path))
     assert any("goal" in p for p in places) and any("site_state" in p for p in places)
     assert any("text" in p for p in places) and any("task_id" in p for p in places)
     with httpx.Client(base_url=base, timeout=30) as client:
         for place in places:
-            bad = _poisoned(valid, place)
-            # The two spellings: a JSON escape, and the surrogate's UTF-8 bytes (invalid UTF-8).
-            for raw in (json.dumps(bad).encode(), json.dumps(bad, ensure_ascii=False).encode("utf-8", "surrogatepass")):
+            for raw in spellings(poisoned(valid, place)):
                 r = client.post("/reward", content=raw, headers=JSON)
                 assert r.status_code == 422, (place, r.status_code, r.text)
                 assert "surrogate" in r.json()["error"] or "invalid request" in r.json()["error"], (place, r.text)
