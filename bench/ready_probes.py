@@ -12,9 +12,9 @@ import argparse
 import asyncio
 import os
 import statistics
-import threading
+import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 from fastapi import FastAPI
@@ -23,16 +23,8 @@ from halo.service import add_health_routes
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.app import create_app
 
-
-class _Ok(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"{}")
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests' stand-ins
+from tests.http_stub import OkHandler, ServedInThread
 
 
 def _client_per_check(url: str):
@@ -62,9 +54,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=10)
     args = parser.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    dep = f"http://127.0.0.1:{server.server_address[1]}"
+    dependency = ServedInThread(OkHandler).__enter__()  # lives as long as the process
+    dep = dependency.url
     today = create_app(TrainerSettings(env_url=dep, reward_url=dep, policy_url=dep))
     before = FastAPI()
     add_health_routes(before, "trainer", {n: _client_per_check(f"{dep}/ready") for n in ("env", "reward", "policy")})

@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from halo.settings.env import EnvSettings
 from halo_env.app import create_app
 from halo_env.backends.base import TaskBackend
 from tests.conftest import free_port
+from tests.http_stub import ServedInThread
 
 PAGES = Path(__file__).parent / "pages"
 
@@ -38,19 +39,9 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-class FixtureSite:
+class FixtureSite(ServedInThread):
     def __init__(self) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, directory=str(PAGES)))
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FixtureSite:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(partial(_Handler, directory=str(PAGES)))
 
 
 class FixtureBackend(TaskBackend):

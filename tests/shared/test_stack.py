@@ -7,8 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ import pytest
 
 from halo import stack
 from tests.conftest import REDIS_URL, free_port
+from tests.http_stub import QuietHandler, ServedInThread
 
 ROOT = Path(__file__).resolve().parents[2]
 HALO = [sys.executable, "-m", "halo.cli.main"]
@@ -216,31 +215,18 @@ def test_state_files_without_start_ids_match_by_command_line(tmp_path, monkeypat
             proc.wait()
 
 
-class _HttpStub:
+class _HttpStub(ServedInThread):
     """Another program on a port: answers every GET with 404 and remembers the paths."""
 
     def __init__(self) -> None:
         stub = self
         self.paths: list[str] = []
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 stub.paths.append(self.path)
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> _HttpStub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)

@@ -7,37 +7,22 @@ route of the trainer, /health included, and a stack probe judged a busy trainer 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.app import create_app
+from tests.http_stub import OkHandler, ServedInThread
 
 
 @pytest.fixture
 def dependency() -> Iterator[str]:
     """Stands in for env, reward and vLLM: answers 200 to their readiness routes."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with ServedInThread(OkHandler) as server:
+        yield server.url
 
 
 async def test_ready_makes_no_http_client_per_call(dependency: str, redis_url: str, monkeypatch) -> None:

@@ -3,11 +3,8 @@ trainer's run creation keeps only the tasks whose site answered (named tasks are
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,41 +17,28 @@ from halo_env.registry import load_real_tasks
 from halo_trainer.task_sets import TaskSetError, choose_tasks
 from tests.conftest import free_port
 from tests.env.fixtures import EnvServer, settings_for
+from tests.http_stub import OkHandler, ServedInThread
 
 LOCAL_OMNIZON = 12  # local.omnizon-* tasks of the offline clones
 REAL_IDS = sorted(t.id for t in load_real_tasks("omnizon"))  # agisdk's registry: 10 v2.omnizon-* tasks
 REAL_OMNIZON = len(REAL_IDS)
 
 
-class CountingSite:
+class CountingSite(ServedInThread):
     """A site origin that answers every GET with 200 and counts the requests it got."""
 
     def __init__(self) -> None:
         site = self
         self.hits = 0
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(OkHandler):
+            body = b"ok"
+
             def do_GET(self) -> None:
                 site.hits += 1
-                self.send_response(200)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"ok")
+                super().do_GET()
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> CountingSite:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 def _env(tmp: Path, sites_url: str, real_url: str) -> EnvServer:
