@@ -16,7 +16,6 @@ import httpx
 import psutil
 import pytest
 
-from tests.e2e.conftest import Stack, running
 from tests.e2e.test_training import SHORT_RUN
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
@@ -28,18 +27,20 @@ def _served(stack) -> set[str]:
     return {m["id"] for m in httpx.get(f"{stack.url['policy']}/v1/models", timeout=10).json()["data"]}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """This module's stack, with a Redis of its own: another stack's trainer would resume its runs."""
-    with running(Stack(tmp_path_factory.mktemp("stack"))) as s:
-        yield s
-
-
 @pytest.fixture
-def runs(stack):
-    """Run ids a test creates; stopped when it ends, so a failed test leaves the trainer free."""
+def start_run(stack):
+    """Creates a run (SHORT_RUN with the given fields) and stops it when the test ends, so a failed
+    test leaves the trainer free for the next one."""
     created: list[str] = []
-    yield created
+
+    def start(**fields) -> str:
+        with stack.api() as api:
+            response = api.post("/runs", json={**SHORT_RUN, **fields})
+        assert response.status_code == 201, response.text
+        created.append(response.json()["run_id"])
+        return created[-1]
+
+    yield start
     with stack.api() as api:
         for run_id in created:
             api.post(f"/runs/{run_id}/stop")
@@ -57,17 +58,21 @@ def _kill_policy_server(stack) -> None:
         httpx.get(f"{stack.url['policy']}/health", timeout=5)
 
 
+def _is_browser(process: psutil.Process) -> bool:
+    """A live Chromium browser process (not one of its renderers or helpers, which name a --type)."""
+    try:
+        return "chrom" in process.name().lower() and not any(a.startswith("--type=") for a in process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):  # a child that exited meanwhile
+        return False
+
+
 def _status(stack, run_id: str) -> dict:
     with stack.api() as api:
         return api.get(f"/runs/{run_id}").json()
 
 
-def test_policy_server_killed_for_60_s_and_restarted_the_run_reloads_its_adapter_and_finishes(stack, runs):
-    with stack.api() as api:
-        created = api.post("/runs", json={**SHORT_RUN, "episodes": 12, "eval_every": 0, "name": "vllm-outage"})
-        assert created.status_code == 201, created.text
-        run_id = created.json()["run_id"]
-        runs.append(run_id)
+def test_policy_server_killed_for_60_s_and_restarted_the_run_reloads_its_adapter_and_finishes(stack, start_run):
+    run_id = start_run(episodes=12, eval_every=0, name="vllm-outage")
     before = stack.wait_run(run_id, {"running"}, at_least_updates=1)
     _kill_policy_server(stack)
     killed_at = time.monotonic()
@@ -106,20 +111,12 @@ def test_policy_server_killed_for_60_s_and_restarted_the_run_reloads_its_adapter
     )
 
 
-def test_browser_killed_mid_run_the_run_continues(stack, runs):
+def test_browser_killed_mid_run_the_run_continues(stack, start_run):
     """The env side is tests/env/test_resilience.py; here the run goes on through the crash."""
-    with stack.api() as api:
-        created = api.post("/runs", json={**SHORT_RUN, "episodes": 8, "eval_every": 0, "name": "chromium"})
-        assert created.status_code == 201, created.text
-        run_id = created.json()["run_id"]
-        runs.append(run_id)
+    run_id = start_run(episodes=8, eval_every=0, name="chromium")
     stack.wait_run(run_id, {"running"}, at_least_updates=1)
     env = psutil.Process(stack.pid("env"))
-    browsers = [
-        p
-        for p in env.children(recursive=True)
-        if "chrom" in p.name().lower() and not any(a.startswith("--type=") for a in p.cmdline())
-    ]
+    browsers = [p for p in env.children(recursive=True) if _is_browser(p)]
     assert browsers, "no Chromium under the env service"
     for browser in browsers:
         browser.send_signal(signal.SIGKILL)
@@ -128,12 +125,9 @@ def test_browser_killed_mid_run_the_run_continues(stack, runs):
     assert httpx.get(f"{stack.url['env']}/stats", timeout=10).json()["browsers_lost"] >= 1
 
 
-def test_a_stopped_run_drops_its_jobs_closes_its_sessions_and_its_event_stream(stack, runs):
+def test_a_stopped_run_drops_its_jobs_closes_its_sessions_and_its_event_stream(stack, start_run):
+    run_id = start_run(episodes=400, max_steps=6, name="stop")
     with stack.api() as api:
-        created = api.post("/runs", json={**SHORT_RUN, "episodes": 400, "max_steps": 6, "name": "stop"})
-        assert created.status_code == 201, created.text
-        run_id = created.json()["run_id"]
-        runs.append(run_id)
         stack.wait_run(run_id, {"running"}, at_least_updates=1)
         assert api.post(f"/runs/{run_id}/stop").status_code == 200
         stopped_at = time.monotonic()
