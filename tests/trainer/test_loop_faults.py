@@ -209,3 +209,27 @@ async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_
     # The two jobs of the first round failed; nothing more was sent to a vLLM that was not there.
     assert loop.c.jobs_published == len(seen) == loop.cfg.jobs_per_update == loop.c.infra_failed_jobs
     await redis.aclose()
+
+
+async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(clean_redis, vllm_admin, tmp_path):
+    """The final checkpoint acknowledges results no update used (a stop while jobs only failed)."""
+    redis = aioredis.from_url(clean_redis)
+    loop = make_loop(redis, tmp_path, vllm_admin.url, outage_wait_s=60, episodes=100)
+    stop = asyncio.Event()
+
+    async def play(job: RolloutJob) -> RolloutResult:
+        if len(seen) >= 2:
+            stop.set()
+        return infra(job, "env: 503 no browser context is free")
+
+    worker_stop, seen = asyncio.Event(), []
+    worker = asyncio.create_task(scripted_worker(redis, loop, play, worker_stop, seen))
+    try:
+        assert await asyncio.wait_for(loop.run(stop), TIMEOUT_S) == "stopped"
+    finally:
+        worker_stop.set()
+        await worker
+    assert loop.c.updates == 0 and loop.c.infra_failed_jobs >= 1
+    assert loop.c.pending_entries == [] and await redis.scard(keys.used_jobs(RUN)) == 0
+    assert (await redis.xpending(keys.results(RUN), "learner"))["pending"] == 0
+    await redis.aclose()

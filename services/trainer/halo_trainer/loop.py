@@ -480,10 +480,13 @@ class RunLoop:
 
     async def _ack_pending(self) -> None:
         """Acknowledge the results used since the last checkpoint and record their job ids, atomically."""
-        if self.c.pending_entries:
+        # Either list may be empty alone: results of replaced jobs are acknowledged but not used.
+        if self.c.pending_entries or self.c.pending_jobs:
             async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.xack(self.results.stream, self.results.group, *self.c.pending_entries)
-                pipe.sadd(keys.used_jobs(self.cfg.run_id), *self.c.pending_jobs)
+                if self.c.pending_entries:
+                    pipe.xack(self.results.stream, self.results.group, *self.c.pending_entries)
+                if self.c.pending_jobs:
+                    pipe.sadd(keys.used_jobs(self.cfg.run_id), *self.c.pending_jobs)
                 await pipe.execute()
         self.c.pending_entries, self.c.pending_jobs = [], []
 
