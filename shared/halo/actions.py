@@ -150,6 +150,18 @@ def format_tool_call(action: Action) -> str:
     return f"<tool_call>\n{json.dumps(payload, ensure_ascii=False)}\n</tool_call>"
 
 
+INVALID_ACTION_KEY = "<invalid>"
+
+
+def canonical_action(action: Action | None) -> str:
+    """One string per distinct action: answers with the same string do the same thing to the page.
+
+    Arguments are compared exactly as parsed (coordinates and text included). ``None``, an answer
+    that did not parse, is a single key: whatever was wrong with it, nothing is executed.
+    """
+    return INVALID_ACTION_KEY if action is None else action.model_dump_json(exclude_none=True)
+
+
 def _error(reason: ParseErrorReason, detail: str) -> ActionParseError:
     return ActionParseError(reason=reason, detail=detail[:500])
 

@@ -25,8 +25,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from halo.actions import canonical_action
 from halo.schemas import RewardBreakdown, RewardRequest
-from halo_reward.detect import StateView, action_signature
+from halo_reward.detect import StateView
 from halo_reward.rules import DomainRules
 
 ShapingMode = Literal["milestone", "potential"]
@@ -106,7 +107,7 @@ def score(
     elif changed:
         out.loop_penalty = shaping.loop  # came back to a state this episode already left
     if valid and not changed and req.action is not None:
-        attempt = hashlib.blake2b(f"{prev_key}|{action_signature(req.action)}".encode(), digest_size=8).hexdigest()
+        attempt = hashlib.blake2b(f"{prev_key}|{canonical_action(req.action)}".encode(), digest_size=8).hexdigest()
         repeated = attempt in tried and req.action.action.value not in shaping.exempt_from_repeat
         stalled = shaping.stall_limit > 0 and stall >= shaping.stall_limit
         if repeated or stalled:

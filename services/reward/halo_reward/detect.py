@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from halo.schemas import Action, StateSummary
+from halo.schemas import StateSummary
 from halo_reward.rules import DiffPattern, DomainRules, StateDetector
 
 _BID_PREFIX = re.compile(r"^(\s*)\[[^\]\n]*\]\s*", re.MULTILINE)
@@ -131,7 +131,3 @@ def normalise_url(url: str, ignore_params: list[str]) -> str:
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ignore_params]
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(sorted(query)), parts.fragment))
-
-
-def action_signature(action: Action) -> str:
-    return action.model_dump_json(exclude_none=True)

@@ -42,6 +42,7 @@ from halo.schemas.rollout import (
     Transition,
 )
 from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas.search import SearchTree, TreeNode
 from halo.schemas.tasks import Task, Website
 
 __all__ = [
@@ -82,8 +83,10 @@ __all__ = [
     "StepResponse",
     "Task",
     "SamplingParams",
+    "SearchTree",
     "StructuredMode",
     "Transition",
+    "TreeNode",
     "ValidationResult",
     "Viewport",
     "Website",

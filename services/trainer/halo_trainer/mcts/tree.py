@@ -1,0 +1,329 @@
+"""The tree of one MCTS search: UCB1 selection, backup, best path, preference pairs, the tree file.
+
+Pure bookkeeping over ``halo.schemas.SearchTree`` (the record is the tree: what is written to the
+run folder is exactly what the search used). Nothing here talks to the env, reward or policy; the
+search driver does, and calls these in the order of a simulation:
+
+1. ``select_leaf``: from the root, repeatedly take the child maximising UCB1 on the composite Q,
+   ``q(s,a) + c * sqrt(ln N(s) / (1 + n(s,a)))``, until a node with no children (or a terminal one).
+2. expansion: sample K actions there; ``new_candidates`` merges those with the same canonical action
+   (``halo.actions.canonical_action``) and keeps ``max_children``; each is executed in a fork and
+   scored by the critic, then recorded with ``add_child``.
+3. a rollout from one new child with the current policy (the driver's), giving a value.
+4. ``backup``: every node on the path from that child to the root takes the value into its running
+   mean ``q_mcts`` (with ``dense_return``, each node adds the rewards of the edges below it).
+
+The composite value is ``q = alpha * q_mcts + (1 - alpha) * q_critic``. An unvisited node has no
+``q_mcts``; its ``q`` is the critic's score alone, so the critic orders children nobody has tried
+yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice). After the search, each
+explored node whose children's ``q`` differ by at least ``theta`` gives preference pairs
+(``preference_pairs``), and ``best_path`` follows the most visited children.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from halo.actions import canonical_action
+from halo.schemas import Action, ActionParseError, PromptRecord, SamplingParams, SearchTree, TreeNode
+
+
+class Proposal(Protocol):
+    """What ``new_candidates`` needs of a sampled candidate (the policy client's ``Candidate`` fits)."""
+
+    @property
+    def action(self) -> Action | None: ...
+
+
+P = TypeVar("P", bound=Proposal)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """At ``node``'s state, the action into ``chosen`` is preferred to the action into ``rejected``."""
+
+    node: int
+    chosen: int
+    rejected: int
+    chosen_q: float
+    rejected_q: float
+
+
+def composite_q(q_mcts: float | None, q_critic: float | None, alpha: float) -> float:
+    """``alpha * q_mcts + (1 - alpha) * q_critic``; whichever is known when only one is (0 if neither)."""
+    if q_mcts is None:
+        return 0.0 if q_critic is None else q_critic
+    if q_critic is None:
+        return q_mcts
+    return alpha * q_mcts + (1.0 - alpha) * q_critic
+
+
+def ucb1(q: float, parent_visits: int, visits: int, c: float) -> float:
+    """``q + c * sqrt(ln N / (1 + n))``; ``N`` is taken as at least 1, so a fresh parent adds no bonus."""
+    return q + c * math.sqrt(math.log(max(parent_visits, 1)) / (1 + visits))
+
+
+class Tree:
+    def __init__(self, record: SearchTree) -> None:
+        self.record = record
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        search_id: str,
+        run_id: str,
+        task_id: str,
+        goal: str,
+        sampling: SamplingParams,
+        alpha: float,
+        ucb_c: float,
+        state_ref: str | None,
+        url: str,
+        screenshot_sha256: str | None,
+    ) -> Tree:
+        """A tree holding only the root: the task's first observation."""
+        root = TreeNode(id=0, state_ref=state_ref, url=url, screenshot_sha256=screenshot_sha256)
+        record = SearchTree(
+            search_id=search_id,
+            run_id=run_id,
+            task_id=task_id,
+            goal=goal,
+            sampling=sampling,
+            alpha=alpha,
+            ucb_c=ucb_c,
+            nodes=[root],
+        )
+        return cls(record)
+
+    # --- reading -----------------------------------------------------------------------------
+
+    @property
+    def root(self) -> TreeNode:
+        return self.record.nodes[0]
+
+    def node(self, node_id: int) -> TreeNode:
+        return self.record.nodes[node_id]
+
+    def children(self, node_id: int) -> list[TreeNode]:
+        return [self.record.nodes[i] for i in self.record.nodes[node_id].children.values()]
+
+    def path(self, node_id: int) -> list[int]:
+        """Node ids from the root to ``node_id``."""
+        out = [node_id]
+        while (parent := self.record.nodes[out[-1]].parent) is not None:
+            out.append(parent)
+        return out[::-1]
+
+    def prompt(self, node_id: int) -> PromptRecord:
+        """The policy's input at this node, as the learner rebuilds it (set once the node was expanded)."""
+        node = self.node(node_id)
+        if node.screenshot_sha256 is None or not node.prompt_token_ids:
+            raise ValueError(f"node {node_id} was never expanded: it has no screenshot or prompt tokens")
+        return PromptRecord(
+            goal=self.record.goal,
+            history=list(node.history),
+            screenshot_sha256=node.screenshot_sha256,
+            prompt_token_ids=list(node.prompt_token_ids),
+        )
+
+    # --- selection -----------------------------------------------------------------------------
+
+    def select_child(self, node_id: int) -> int:
+        """The child maximising UCB1 on the composite Q; ties go to the child added first."""
+        parent = self.node(node_id)
+        if not parent.children:
+            raise ValueError(f"node {node_id} has no children to select from")
+        c = self.record.ucb_c
+        return max(self.children(node_id), key=lambda ch: ucb1(ch.q, parent.visits, ch.visits, c)).id
+
+    def select_leaf(self) -> int:
+        """Descend from the root by ``select_child`` to a node with no children, or a terminal one."""
+        node = self.root
+        while node.children and not node.terminal:
+            node = self.node(self.select_child(node.id))
+        return node.id
+
+    # --- expansion -----------------------------------------------------------------------------
+
+    def new_candidates(self, node_id: int, candidates: Sequence[P], max_children: int) -> list[tuple[P, int]]:
+        """The distinct actions among ``candidates`` that are not yet children, each with how many
+        candidates proposed it, in sampling order, so that the node has at most ``max_children``."""
+        existing = self.node(node_id).children
+        firsts: dict[str, P] = {}
+        counts: dict[str, int] = {}
+        for cand in candidates:
+            key = canonical_action(cand.action)
+            if key in existing:
+                continue
+            firsts.setdefault(key, cand)
+            counts[key] = counts.get(key, 0) + 1
+        room = max(max_children - len(existing), 0)
+        return [(firsts[key], counts[key]) for key in list(firsts)[:room]]
+
+    def add_child(
+        self,
+        parent_id: int,
+        *,
+        action: Action | None,
+        parse_error: ActionParseError | None = None,
+        completion_text: str = "",
+        completion_token_ids: Sequence[int] = (),
+        behaviour_logprobs: Sequence[float] = (),
+        policy_version: int = 0,
+        proposals: int = 1,
+        state_ref: str | None = None,
+        url: str = "",
+        screenshot_sha256: str | None = None,
+        reward: float = 0.0,
+        terminal: bool = False,
+        success: bool | None = None,
+        q_critic: float | None = None,
+    ) -> TreeNode:
+        """Record the candidate ``action`` of ``parent_id`` and the state executing it led to."""
+        parent = self.node(parent_id)
+        if parent.terminal:
+            raise ValueError(f"node {parent_id} is terminal: the episode ended there")
+        if (action is None) == (parse_error is None):
+            raise ValueError("exactly one of action and parse_error must be given")
+        if len(completion_token_ids) != len(behaviour_logprobs):
+            raise ValueError(
+                f"{len(completion_token_ids)} completion tokens but {len(behaviour_logprobs)} behaviour log-probs"
+            )
+        key = canonical_action(action)
+        if key in parent.children:
+            raise ValueError(f"node {parent_id} already has a child for {key}")
+        child = TreeNode(
+            id=len(self.record.nodes),
+            parent=parent_id,
+            depth=parent.depth + 1,
+            action_key=key,
+            action=action,
+            parse_error=parse_error,
+            completion_text=completion_text,
+            completion_token_ids=list(completion_token_ids),
+            behaviour_logprobs=list(behaviour_logprobs),
+            policy_version=policy_version,
+            proposals=proposals,
+            state_ref=state_ref,
+            url=url,
+            screenshot_sha256=screenshot_sha256,
+            # An answer that did not parse executes nothing, so it does not enter the prompt's history.
+            history=[*parent.history, action.short()] if action is not None else list(parent.history),
+            reward=reward,
+            terminal=terminal,
+            success=success,
+            q_critic=q_critic,
+            q=composite_q(None, q_critic, self.record.alpha),
+        )
+        self.record.nodes.append(child)
+        parent.children[key] = child.id
+        return child
+
+    # --- backup --------------------------------------------------------------------------------
+
+    def backup(self, node_id: int, value: float, dense_return: bool = False) -> None:
+        """One simulation's result: ``value`` is what the path earned below ``node_id`` (the rollout's
+        success, plus its dense return if configured). Each node on the path to the root takes the
+        return of the edge into it into its running mean; with ``dense_return`` that return adds the
+        rewards of the path's edges from that node down."""
+        alpha = self.record.alpha
+        ret = value
+        for i in reversed(self.path(node_id)):
+            node = self.record.nodes[i]
+            if dense_return:
+                ret += node.reward
+            node.visits += 1
+            node.q_mcts = ret if node.q_mcts is None else node.q_mcts + (ret - node.q_mcts) / node.visits
+            node.q = composite_q(node.q_mcts, node.q_critic, alpha)
+        self.record.simulations += 1
+
+    # --- results -------------------------------------------------------------------------------
+
+    def best_path(self) -> list[int]:
+        """From the root, the most visited child (ties: higher composite Q, then the first added)
+        until a node none of whose children was visited."""
+        out = [0]
+        while visited := [ch for ch in self.children(out[-1]) if ch.visits > 0]:
+            out.append(max(visited, key=lambda ch: (ch.visits, ch.q)).id)
+        return out
+
+    def preference_pairs(self, theta: float) -> list[Preference]:
+        """At every explored (visited and expanded) node, each pair of children whose composite Q
+        differs by at least ``theta``; chosen is the higher. Ordered by node, then by Q."""
+        if theta < 0:
+            raise ValueError(f"theta must be >= 0, got {theta}")
+        out: list[Preference] = []
+        for node in self.record.nodes:
+            if node.visits == 0 or len(node.children) < 2:
+                continue
+            ranked = sorted(self.children(node.id), key=lambda ch: -ch.q)
+            for hi, lo in combinations(ranked, 2):
+                # A tie (gap 0) is never a preference, even when theta is 0.
+                if hi.q - lo.q >= theta and hi.q > lo.q:
+                    out.append(Preference(node.id, hi.id, lo.id, hi.q, lo.q))
+        return out
+
+    def critic_agreement(self) -> float | None:
+        """Among pairs of visited siblings, the share the critic orders as their ``q_mcts`` does
+        (ties on either side left out); None when no pair is comparable."""
+        agree = total = 0
+        for node in self.record.nodes:
+            scored = [ch for ch in self.children(node.id) if ch.q_mcts is not None and ch.q_critic is not None]
+            for a, b in combinations(scored, 2):
+                by_search = (a.q_mcts > b.q_mcts) - (a.q_mcts < b.q_mcts)
+                by_critic = (a.q_critic > b.q_critic) - (a.q_critic < b.q_critic)
+                if by_search and by_critic:
+                    total += 1
+                    agree += by_search == by_critic
+        return agree / total if total else None
+
+    def summary(self) -> dict[str, float]:
+        """Per-search metrics: size, depth, whether a success was found, best-path length."""
+        nodes = self.record.nodes
+        agreement = self.critic_agreement()
+        out = {
+            "nodes": float(len(nodes)),
+            "depth": float(max(n.depth for n in nodes)),
+            "success_found": float(any(n.success for n in nodes)),
+            "best_path_length": float(len(self.best_path()) - 1),
+            "simulations": float(self.record.simulations),
+            "env_steps": float(self.record.env_steps),
+        }
+        if agreement is not None:
+            out["critic_agreement"] = agreement
+        return out
+
+    # --- the tree file -------------------------------------------------------------------------
+
+    def save(self, directory: Path | str) -> Path:
+        """Write ``<directory>/<search_id>.json`` (with the best path) atomically: a reader sees the
+        previous file or the new one, never half of one."""
+        self.record.best_path = self.best_path()
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.record.search_id}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.record.model_dump_json(), encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+
+def load_tree(path: Path | str) -> Tree:
+    """Read a tree file; a file that is not one raises ValueError naming the file and the problem."""
+    path = Path(path)
+    try:
+        record = SearchTree.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "file"
+        raise ValueError(f"{path}: not a search tree ({exc.error_count()} errors; {where}: {first['msg']})") from None
+    return Tree(record)
