@@ -233,8 +233,10 @@ async def main() -> None:
             )
             path = Path(args.adapters) / prefix / f"v{k + 1}"
             learner.save_adapter(path)
-            name = f"{prefix}-v{k + 1}"
+            previous, name = name, f"{prefix}-v{k + 1}"
             await client.publish_adapter(name, str(path.resolve()))
+            if previous is not None:
+                await client.unload_adapter(previous)
 
 
 if __name__ == "__main__":

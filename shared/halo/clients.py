@@ -1,8 +1,8 @@
 """Typed async clients for the environment and reward services (the trainer's rollout workers use them).
 
-Errors are mapped to two kinds, because the trainer treats them differently: ``ServiceUnavailable``
-(connection refused, timeout, 5xx: infrastructure, the job is retried or quarantined, never scored)
-and ``ServiceRejected`` (4xx: our request was wrong, a bug to surface).
+Both speak through ``halo.transport``: its errors (``ServiceUnavailable`` and ``ServiceFailed`` are
+infrastructure, the job is retried or quarantined, never scored; ``ServiceRejected`` is a request
+that was wrong, a bug to surface) and its retry rule for idempotent calls.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
-import httpx
 from pydantic import BaseModel
 
 from halo.schemas import (
@@ -34,41 +33,20 @@ from halo.schemas import (
 )
 from halo.schemas.env import CreateLeaseRequest, LeaseInfo, LeaseReleased
 from halo.schemas.tasks import TaskReachability
+from halo.transport import CallError, NotFound, ServiceRejected, Transport
 
 T = TypeVar("T", bound=BaseModel)
 logger = logging.getLogger("halo.clients")
 
-# Forget a pooled connection after 2 s idle. The services (uvicorn, and vLLM's server) close idle
-# keep-alive connections after 5 s; httpx's default expiry is also 5 s, so a request sent after a
-# pause could go out on a connection the server was closing and fail with an empty ReadError
-# (seen once on POST /sessions after a minute-long learner step).
-KEEPALIVE_EXPIRY_S = 2.0
-
-
-class ServiceError(Exception):
-    def __init__(self, service: str, message: str, status: int | None = None) -> None:
-        super().__init__(f"{service}: {message}")
-        self.service, self.status = service, status
-
-
-class ServiceUnavailable(ServiceError):
-    """Connection failure, timeout or 5xx: an infrastructure error."""
-
-
-class ServiceRejected(ServiceError):
-    """A 4xx answer: the request was wrong."""
-
 
 class _Client:
     service = "service"
+    start_hint = ""
 
-    def __init__(self, base_url: str, timeout_s: float = 60.0, retries: int = 2) -> None:
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            timeout=httpx.Timeout(timeout_s, connect=5.0),
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S),
+    def __init__(self, base_url: str, timeout_s: float = 60.0, max_retries: int = 2) -> None:
+        self._http = Transport(
+            self.service, base_url, timeout_s=timeout_s, max_retries=max_retries, start_hint=self.start_hint
         )
-        self.retries = retries
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -79,39 +57,8 @@ class _Client:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _request(self, method: str, path: str, *, idempotent: bool = True, **kwargs: Any) -> httpx.Response:
-        attempts = self.retries + 1 if idempotent else 1
-        for attempt in range(attempts):
-            try:
-                response = await self._http.request(method, path, **kwargs)
-            except httpx.HTTPError as exc:
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(0.2 * 2**attempt)
-                    continue
-                raise ServiceUnavailable(self.service, f"{method} {path}: {type(exc).__name__}: {exc}") from exc
-            if response.status_code >= 500:
-                if attempt + 1 < attempts and response.status_code in (502, 503, 504):
-                    await asyncio.sleep(0.2 * 2**attempt)
-                    continue
-                raise ServiceUnavailable(
-                    self.service, f"{method} {path}: {response.status_code} {_error(response)}", response.status_code
-                )
-            if response.status_code >= 400:
-                raise ServiceRejected(
-                    self.service, f"{method} {path}: {response.status_code} {_error(response)}", response.status_code
-                )
-            return response
-        raise AssertionError("unreachable")
-
     async def _typed(self, model: type[T], method: str, path: str, **kwargs: Any) -> T:
-        return model.model_validate((await self._request(method, path, **kwargs)).json())
-
-
-def _error(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("error", response.text))[:500]
-    except ValueError:
-        return response.text[:500]
+        return model.model_validate((await self._http.request(method, path, **kwargs)).json())
 
 
 class EnvClient(_Client):
@@ -119,9 +66,10 @@ class EnvClient(_Client):
     lease that a background task renews, so the env closes them soon after this process dies."""
 
     service = "env"
+    start_hint = "python -m halo_env"
 
-    def __init__(self, base_url: str, timeout_s: float = 60.0, retries: int = 2) -> None:
-        super().__init__(base_url, timeout_s, retries)
+    def __init__(self, base_url: str, timeout_s: float = 60.0, max_retries: int = 2) -> None:
+        super().__init__(base_url, timeout_s, max_retries)
         self.lease_id: str | None = None
         self._lease_holders = 0
         self._lease_keeper: asyncio.Task | None = None
@@ -140,10 +88,10 @@ class EnvClient(_Client):
             # nothing, so that one refusal is retried under a fresh lease.
             try:
                 return await self._typed(
-                    ResetResponse, "POST", "/sessions", json=body.model_dump(mode="json"), idempotent=False
+                    ResetResponse, "POST", "/sessions", json=body.model_dump(mode="json"), retry=False
                 )
-            except ServiceRejected as exc:
-                if attempt or lease_id is None or exc.status != 404 or "unknown lease" not in str(exc):
+            except NotFound as exc:
+                if attempt or lease_id is None or "unknown lease" not in str(exc):
                     raise
                 await self._new_lease(replacing=lease_id)
         raise AssertionError("unreachable")
@@ -151,7 +99,7 @@ class EnvClient(_Client):
     # -- session lease -----------------------------------------------------------------------------
     async def create_lease(self, owner: str) -> LeaseInfo:
         body = CreateLeaseRequest(owner=owner).model_dump(mode="json")
-        return await self._typed(LeaseInfo, "POST", "/leases", json=body, idempotent=False)
+        return await self._typed(LeaseInfo, "POST", "/leases", json=body, retry=False)
 
     async def heartbeat(self, lease_id: str) -> LeaseInfo:
         return await self._typed(LeaseInfo, "POST", f"/leases/{lease_id}/heartbeat")
@@ -170,7 +118,7 @@ class EnvClient(_Client):
         self._lease_holders += 1
         if self._lease_holders == 1:
             self._lease_owner = _owner_label(owner)
-            with contextlib.suppress(ServiceError):
+            with contextlib.suppress(CallError):
                 await self._new_lease(replacing=None)
             self._lease_keeper = asyncio.create_task(self._keep_lease())
         try:
@@ -202,7 +150,7 @@ class EnvClient(_Client):
                     except ServiceRejected as exc:  # expired (this process stalled) or the env restarted
                         logger.warning("env session lease %s lost (%s); taking a new one", lease_id, exc)
                 await self._new_lease(replacing=lease_id)
-            except ServiceError as exc:  # the env is unreachable: try again at the next beat
+            except CallError as exc:  # the env is unreachable: try again at the next beat
                 logger.warning("env session lease heartbeat failed: %s", exc)
             except Exception:  # the keeper must outlive one odd answer
                 logger.exception("env session lease heartbeat failed")
@@ -215,38 +163,35 @@ class EnvClient(_Client):
                 await keeper
         lease_id, self.lease_id = self.lease_id, None
         if lease_id is not None:
-            with contextlib.suppress(ServiceError):
+            with contextlib.suppress(CallError):
                 await self.release_lease(lease_id)
 
     async def step(self, session_id: str, action: Action) -> StepResponse:
         body = StepRequest(action=action).model_dump(mode="json")
-        return await self._typed(StepResponse, "POST", f"/sessions/{session_id}/step", json=body, idempotent=False)
+        return await self._typed(StepResponse, "POST", f"/sessions/{session_id}/step", json=body, retry=False)
 
     async def fork(self, session_id: str, n: int) -> ForkResponse:
         body = ForkRequest(n=n).model_dump(mode="json")
-        return await self._typed(ForkResponse, "POST", f"/sessions/{session_id}/fork", json=body, idempotent=False)
+        return await self._typed(ForkResponse, "POST", f"/sessions/{session_id}/fork", json=body, retry=False)
 
     async def validate(self, session_id: str) -> ValidationResult:
         return await self._typed(ValidationResult, "POST", f"/sessions/{session_id}/validate")
 
     async def close(self, session_id: str) -> None:
-        try:
-            await self._request("DELETE", f"/sessions/{session_id}")
-        except ServiceRejected as exc:
-            if exc.status != 404:  # already gone is fine
-                raise
+        with contextlib.suppress(NotFound):  # already gone is fine
+            await self._http.request("DELETE", f"/sessions/{session_id}")
 
     async def screenshot(self, sha256: str) -> bytes:
-        return (await self._request("GET", f"/screenshots/{sha256}")).content
+        return (await self._http.request("GET", f"/screenshots/{sha256}")).content
 
     async def tasks(self, domain: str | None = None) -> list[Task]:
         params = {"domain": domain} if domain else None
-        return [Task.model_validate(t) for t in (await self._request("GET", "/tasks", params=params)).json()]
+        return [Task.model_validate(t) for t in (await self._http.request("GET", "/tasks", params=params)).json()]
 
     async def reachability(self, domain: str, timeout_s: float = 3.0) -> list[TaskReachability]:
         """Whether each of ``domain``'s tasks' sites answers from the env service (one probe per origin)."""
         params = {"domain": domain, "timeout_s": timeout_s}
-        response = await self._request("GET", "/tasks/reachability", params=params, timeout=timeout_s + 30)
+        response = await self._http.request("GET", "/tasks/reachability", params=params, timeout_s=timeout_s + 30)
         return [TaskReachability.model_validate(t) for t in response.json()]
 
 
@@ -257,6 +202,7 @@ def _owner_label(owner: str | None) -> str:
 
 class RewardClient(_Client):
     service = "reward"
+    start_hint = "python -m halo_reward"
 
     async def reward(self, request: RewardRequest) -> RewardBreakdown:
         # Idempotent by transition_id on the service side, so retrying is safe.

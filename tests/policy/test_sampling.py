@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from halo.policy_client import OpenAIChatClient, PolicyClient
+from halo.openai_client import OpenAIChatClient
+from halo.policy_client import PolicyClient
 from halo.settings.policy import PolicySettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
@@ -55,14 +56,18 @@ async def test_unconstrained_answers_come_back_with_parse_errors(vllm_server: Po
     assert all(c.parse_error is not None and c.action is None for c in result.candidates)
 
 
-async def test_openai_client_speaks_to_any_compatible_server(vllm_server: PolicySettings) -> None:
-    """The gpt baseline client against vLLM's OpenAI-compatible API (no internet here)."""
-    from tests.policy.test_client_errors import PNG_1x1
-
-    client = OpenAIChatClient("local-key", vllm_server.served_model_name, base_url=vllm_server.base_url + "/v1")
-    async with client:
-        assert client.enabled
-        candidate = await client.sample_action(PNG_1x1, "goal", max_tokens=8)
-        text = await client.chat([{"role": "user", "content": "hello"}], max_tokens=4)
-    assert candidate.token_ids == [] and (candidate.action or candidate.parse_error)
-    assert isinstance(text, str)
+@pytest.mark.browser
+async def test_openai_client_gets_the_policys_greedy_answer_from_vllm(
+    vllm_server: PolicySettings, screenshot_png: bytes
+) -> None:
+    """The gpt-baseline client sends the policy's prompt: against vLLM's OpenAI-compatible API its
+    greedy answer is token for token the policy client's (the request details are tested against a
+    recording stand-in in tests/shared/test_openai_client.py)."""
+    goal, history = "Open the inbox", ["left_click(coordinate=[50, 80])"]
+    async with PolicyClient.from_settings(vllm_server, structured_outputs="off", max_tokens=12) as policy:
+        greedy, _ = await policy.sample_single(screenshot_png, goal, history)
+    openai = OpenAIChatClient("local-key", vllm_server.served_model_name, base_url=vllm_server.base_url + "/v1")
+    async with openai:
+        candidate = await openai.sample_action(screenshot_png, goal, history, max_tokens=12)
+    assert greedy.text and candidate.text == greedy.text
+    assert (candidate.action, candidate.parse_error) == (greedy.action, greedy.parse_error)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyUnavailable
+from halo.policy_client import EngineDead, PolicyClient
+from halo.transport import ServiceUnavailable
 from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
 from tests.policy.test_client_errors import PNG_1x1
 
@@ -42,7 +43,7 @@ async def test_engine_death_is_reported_and_the_launcher_exits_non_zero(tiny_mod
         assert engine, "no EngineCore process under the server"
         os.kill(engine[0].pid, signal.SIGKILL)  # a process this test started
         async with PolicyClient(f"http://127.0.0.1:{port}", "halo-base", max_retries=0) as client:
-            with pytest.raises((PolicyEngineDead, PolicyUnavailable)):
+            with pytest.raises((EngineDead, ServiceUnavailable)):
                 for _ in range(30):  # the API server notices the dead engine within a few requests
                     await client.sample_actions(PNG_1x1, "goal", n=1, max_tokens=4)
         assert proc.wait(timeout=120) != 0

@@ -16,8 +16,9 @@ import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
-from halo.clients import KEEPALIVE_EXPIRY_S, EnvClient
+from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
+from halo.transport import KEEPALIVE_EXPIRY_S
 from tests.conftest import free_port
 
 SERVER_KEEPALIVE_S = 5  # uvicorn's default, and vLLM's

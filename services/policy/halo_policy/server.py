@@ -119,7 +119,8 @@ def _warmup_png() -> bytes:
 
 
 async def _wait_healthy(settings: PolicySettings, proc: subprocess.Popen, deadline: float) -> None:
-    from halo.policy_client import PolicyClient, PolicyError
+    from halo.policy_client import PolicyClient
+    from halo.transport import CallError
 
     async with PolicyClient.from_settings(settings, max_retries=0) as client:
         while True:
@@ -128,7 +129,7 @@ async def _wait_healthy(settings: PolicySettings, proc: subprocess.Popen, deadli
             try:
                 await client.health()
                 break
-            except PolicyError as exc:
+            except CallError as exc:
                 if time.monotonic() > deadline:
                     raise PolicyServerError(f"vLLM not healthy after {settings.startup_timeout_s:.0f}s: {exc}") from exc
             await asyncio.sleep(1.0)

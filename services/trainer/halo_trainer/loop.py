@@ -36,10 +36,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from halo.policy_client import PolicyClient, PolicyEngineDead, PolicyError, PolicyTimeout, PolicyUnavailable
+from halo.policy_client import EngineDead, PolicyClient
 from halo.queue import Delivery
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
+from halo.transport import CallError, ServiceUnavailable
 from halo_trainer import keys
 from halo_trainer.batching import advantages, learner_batch, select_groups
 from halo_trainer.checkpoint import CheckpointManager
@@ -281,7 +282,7 @@ class RunLoop:
         try:
             await self.policy.health()
             await self._ensure_served(self.c.version)
-        except PolicyError as exc:
+        except CallError as exc:
             self._failed(f"policy server: {exc}")
             logger.warning("policy server not ready (%s); replacements wait", exc)
             return False
@@ -343,7 +344,7 @@ class RunLoop:
         while True:
             try:
                 return await self._serve_once(version)
-            except (PolicyUnavailable, PolicyTimeout, PolicyEngineDead) as exc:
+            except (ServiceUnavailable, EngineDead) as exc:
                 if time.monotonic() > deadline:
                     raise
                 logger.warning("policy server unavailable while serving v%d (%s); waiting", version, exc)
@@ -371,7 +372,7 @@ class RunLoop:
             self.learner.save_adapter(record.adapter_path)
         # Workers in other processes may still sample from the previous version: old versions
         # are unloaded by `_retire_old_versions`, by staleness, not by this client.
-        seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path, retire_previous=False)
+        seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path)
         self.latest["policy/adapter_load_s"] = seconds
         logger.info("adapter %s loaded into vLLM from %s (%.2f s)", record.adapter_name, record.adapter_path, seconds)
 

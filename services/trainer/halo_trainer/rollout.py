@@ -29,8 +29,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from halo.clients import EnvClient, RewardClient, ServiceError
-from halo.policy_client import Candidate, PolicyClient, PolicyError
+from halo.clients import EnvClient, RewardClient
+from halo.policy_client import Candidate, PolicyClient
 from halo.schemas import (
     BranchPolicy,
     EpisodeSummary,
@@ -47,6 +47,7 @@ from halo.schemas import (
     StepResponse,
     Transition,
 )
+from halo.transport import CallError
 
 logger = logging.getLogger("halo.trainer.rollout")
 
@@ -114,7 +115,7 @@ async def _execute(
         try:
             result = await svc.env.step(session_id, cand.action)
             infra = result.observation.last_action_error_kind is ErrorKind.INFRA
-        except ServiceError as exc:
+        except CallError as exc:
             logger.warning("job %s step %d: env failed: %s", job.job_id, step, exc)
             infra = True
     nxt = result.observation if result is not None else obs
@@ -145,7 +146,7 @@ async def _execute(
     )
     try:
         reward = await svc.reward.reward(request)
-    except ServiceError as exc:
+    except CallError as exc:
         logger.warning("job %s step %d: reward failed: %s", job.job_id, step, exc)
         reward, infra = RewardBreakdown(transition_id=transition_id, infra_error=True), True
     return Branch(cand, session_id, result, reward, infra or reward.infra_error)
@@ -373,7 +374,7 @@ async def run_job(svc: Services, job: RolloutJob, stopped: StopCheck | None = No
             result = await run_step_groups(svc, job, stopped)
         else:
             result = await run_episode_group(svc, job, stopped)
-    except (ServiceError, PolicyError, RunStopped) as exc:
+    except (CallError, RunStopped) as exc:
         logger.warning("job %s failed on infrastructure: %s", job.job_id, exc)
         result = RolloutResult(
             job_id=job.job_id,

@@ -18,12 +18,13 @@ from typing import Any
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
-from halo.policy_client import PolicyClient, PolicyError
+from halo.policy_client import PolicyClient
 from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
 from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import TrainerSettings
+from halo.transport import CallError
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 
@@ -193,7 +194,7 @@ class RunManager:
         """
         try:
             served = {m.get("id"): m for m in await self.policy.models()}
-        except PolicyError as exc:
+        except CallError as exc:
             logger.warning("cannot check the served model yet (%s); the run loop will wait for vLLM", exc)
             return
         name = self.settings.policy_model_name

@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from halo.clients import EnvClient, ServiceError
+from halo.clients import EnvClient
 from halo.schemas import RunSpec
 from halo.schemas.tasks import TaskReachability
+from halo.transport import CallError
 
 logger = logging.getLogger("halo.trainer.task_sets")
 
@@ -46,7 +47,7 @@ async def choose_tasks(env: EnvClient, spec: RunSpec, timeout_s: float = PROBE_T
     """The run's tasks: ``spec.tasks`` if named (all kept), else the domain's reachable tasks."""
     try:
         probed = await env.reachability(spec.domain, timeout_s)
-    except ServiceError as exc:
+    except CallError as exc:
         raise TaskSetError(503, f"cannot list and probe {spec.domain} tasks on the env service: {exc}") from exc
     if not probed:
         raise TaskSetError(422, f"no tasks for domain {spec.domain!r}")
