@@ -11,7 +11,7 @@ the vision tower runs every time and only the system prompt is a prefix-cache hi
 - adapter load: `publish_adapter` of a new rank-8 adapter version (`/v1/load_lora_adapter`; vLLM
   registers it and reads the weights lazily), and the first n=8 request on the new version (which
   pays the actual load into the engine) against the steady-state n=8 latency. The previous version
-  is retired by the client as in training.
+  is unloaded once the next one serves, as the trainer does.
 
     .venv/bin/python bench/bench_policy.py [--reps 20] [--versions 5] [--port PORT]
 
@@ -164,6 +164,8 @@ async def _bench(settings: PolicySettings, model_dir: Path, reps: int, versions:
                     started = time.perf_counter()
                     await client.sample_actions(_variant(base_png, next(counter)), "Send an email", n=8, seed=k)
                     steady.append(time.perf_counter() - started)
+                if k > 1:
+                    await client.unload_adapter(f"{run}-v{k - 1}")
             await client.unload_adapter(client.current_model)
             client.use_base_model()
         out["adapters"] = {
