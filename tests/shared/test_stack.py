@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from halo import stack
+from halo.cli import stack
 from tests.conftest import REDIS_URL, free_port
 from tests.http_stub import QuietHandler, ServedInThread
 

@@ -102,3 +102,12 @@ def snapshot_real_tasks(out_path: Path | str) -> int:
         fh.write("\n")
     os.replace(tmp, out)
     return len(tasks)
+
+
+if __name__ == "__main__":  # `halo tasks snapshot` runs this (the CLI imports no service package)
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m halo_env.registry", description="Write the REAL v2 registry.")
+    parser.add_argument("--out", required=True, help="output JSON file")
+    sys.stdout.write(f"{snapshot_real_tasks(parser.parse_args().out)}\n")

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 
 import httpx
 import typer
+from pydantic import TypeAdapter
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from halo import stack as local_stack
-from halo.schemas import RunSpec, RunState, RunStatus
+from halo.cli import stack as local_stack
+from halo.schemas import RunSpec, RunState, RunStatus, Task
 from halo.settings.trainer import TrainerSettings
 
 app = typer.Typer(help="HALO-Agent: online RL for a Qwen3-VL browser agent.", no_args_is_help=True)
@@ -237,32 +239,44 @@ def runs_stop(run_id: str) -> None:
 
 
 # -- tasks and models ------------------------------------------------------------------------
+# The CLI imports no service package: each of these runs the owning service's own entry point.
+def _service_module(*argv: str) -> str:
+    """``python -m <argv>`` in this environment; its standard output (its errors go to the terminal)."""
+    proc = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        _fail(f"`python -m {' '.join(argv)}` exited with {proc.returncode}")
+    return proc.stdout
+
+
 @tasks_app.command("snapshot")
 def tasks_snapshot(out: str = typer.Option("configs/real_v2_task_registry.json", help="Output JSON file")) -> None:
     """Write agisdk's REAL v2 task registry to a JSON file (reproducible task lists)."""
-    from halo_env.registry import snapshot_real_tasks
-
-    count = snapshot_real_tasks(out)
+    count = _service_module("halo_env.registry", "--out", out).strip()
     console.print(f"wrote {count} tasks to {out}")
 
 
 @tasks_app.command("list")
 def tasks_list(domain: str = typer.Option(None, help="Only this site")) -> None:
     """List the local clones' tasks."""
-    from halo_sites.tasks import load_tasks
-
+    tasks = TypeAdapter(list[Task]).validate_json(
+        _service_module("halo_sites.tasks", *(["--site", domain] if domain else []))
+    )
+    if not tasks:
+        _fail(f"no local tasks for site {domain!r}" if domain else "no local tasks")
     table = Table("task", "difficulty", "type", "goal")
-    for t in load_tasks(domain):
+    for t in tasks:
         table.add_row(t.id, str(t.difficulty), t.challengeType, t.goal[:90])
     console.print(table)
 
 
 @model_app.command("build-tiny")
-def model_build_tiny(seed: int = typer.Option(0), out: str = typer.Option(None, help="Output folder")) -> None:
+def model_build_tiny(
+    seed: int = typer.Option(None, help="Weights seed (default: HALO_POLICY_TINY_SEED)"),
+    out: str = typer.Option(None, help="Output folder (default: cached by hash)"),
+) -> None:
     """Build (or find cached) the tiny random-weight Qwen3-VL that vLLM serves on the CPU."""
-    from halo_policy.tiny_model import build_tiny_model
-
-    path = build_tiny_model(out_dir=out, seed=seed)
+    args = [*(["--seed", str(seed)] if seed is not None else []), *(["--out", out] if out else [])]
+    path = _service_module("halo_policy", "build-tiny", *args).strip().splitlines()[-1]
     console.print(f"tiny Qwen3-VL at {path}")
 
 
