@@ -26,6 +26,7 @@ from halo.schemas import (
     ResetResponse,
     RewardBreakdown,
     RewardRequest,
+    Snapshot,
     StepRequest,
     StepResponse,
     Task,
@@ -173,6 +174,15 @@ class EnvClient(_Client):
     async def fork(self, session_id: str, n: int) -> ForkResponse:
         body = ForkRequest(n=n).model_dump(mode="json")
         return await self._typed(ForkResponse, "POST", f"/sessions/{session_id}/fork", json=body, retry=False)
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        """The session's browser state, enough to recreate it later in a fresh context (``restore``)."""
+        return await self._typed(Snapshot, "GET", f"/sessions/{session_id}/snapshot")
+
+    async def restore(self, snapshot: Snapshot) -> ResetResponse:
+        """A new session in ``snapshot``'s state. Not retried: a lost answer would leave an orphan session."""
+        body = snapshot.model_dump(mode="json")
+        return await self._typed(ResetResponse, "POST", "/sessions/restore", json=body, retry=False)
 
     async def validate(self, session_id: str) -> ValidationResult:
         return await self._typed(ValidationResult, "POST", f"/sessions/{session_id}/validate")

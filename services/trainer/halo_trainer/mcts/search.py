@@ -1,0 +1,340 @@
+"""One MCTS search (Agent Q) over exact browser states, top to bottom.
+
+A node's state is an env snapshot (``GET /sessions/{id}/snapshot``), stored by content hash under
+``<run>/snapshots/<sha256>.json`` (the node's ``state_ref``); re-entering a node is one
+``POST /sessions/restore``, which must show the node's own screenshot (counted as a re-entry
+mismatch when it does not). The search::
+
+    root = reset(task, seed); snapshot it; close the session
+    repeat `simulations` times:
+        leaf = tree.select_leaf()                      # UCB1 on the composite Q
+        if the leaf is terminal: back up its success; next
+        s0 = restore(leaf)                             # one exact copy of the leaf's state
+        K candidates = policy.sample(s0, n=max_children)   # one vLLM request; merged by canonical action
+        s0 + forks of s0: execute each distinct action in its own session; reward each
+        each child: snapshot (its state_ref), reward, q_critic = the critic's score; tree.add_child
+        child = tree.select_child(leaf)                # the critic's favourite: all are unvisited
+        value = rollout from child with the current policy to a terminal state or max_depth
+              = the task's validated success (+ the rollout's rewards with dense_return)
+        tree.backup(child, value)
+    tree.save(<run>/trees)
+
+Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout``), so
+a search's requests are a GRPO episode's: the same prompts, seeds per step, reward requests and
+infrastructure handling. Reward requests of one search share its episode id, and each names the
+transition into its parent's state, so the reward service scores every edge against the memory of
+its own path (milestones already reached along it are not paid twice).
+
+Critics: ``progress`` scores a child by the milestone progress the reward service paid for the edge
+into it. ``self`` and ``openai`` are not built yet; ``check_critic`` refuses them with a clear error.
+
+Infrastructure failures are never scored: a candidate whose step failed on the infrastructure is not
+added (counted in ``infra_errors``), a rollout that meets one is not backed up. A service that is
+down raises ``halo.transport.CallError`` out of the search. Every session the search opened is
+closed when it ends, also on errors and cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from halo.policy_client import Candidate
+from halo.schemas import Observation, RolloutJob, Snapshot
+from halo_trainer.mcts.settings import Critic, MCTSConfig
+from halo_trainer.mcts.tree import Tree
+from halo_trainer.rollout import Branch, RunStopped, Services, StopCheck, _ended, _execute, _sample
+
+logger = logging.getLogger("halo.trainer.mcts")
+
+BUILT_CRITICS = (Critic.PROGRESS,)
+
+
+def check_critic(cfg: MCTSConfig) -> None:
+    """Refuse a critic the search cannot run yet (a configuration error, before any env call)."""
+    if cfg.critic not in BUILT_CRITICS:
+        built = ", ".join(c.value for c in BUILT_CRITICS)
+        raise ValueError(f"critic {cfg.critic.value!r} is not implemented yet; use one of: {built}")
+
+
+@dataclass
+class SearchResult:
+    tree: Tree
+    path: Path  # the tree file
+    reentries: int = 0  # node states re-entered by restoring their snapshot
+    reentry_mismatches: int = 0  # ... whose screenshot differed from the node's
+    infra_errors: int = 0  # candidates and rollouts dropped for an infrastructure failure
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            **self.tree.summary(),
+            "reentries": float(self.reentries),
+            "reentry_mismatches": float(self.reentry_mismatches),
+            "infra_errors": float(self.infra_errors),
+        }
+
+
+class StateStore:
+    """Node states: env snapshots by the sha256 of their JSON, on disk so a node stays re-enterable
+    after the search (``POST /sessions/restore`` with the file's content)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._cache: dict[str, Snapshot] = {}
+
+    def put(self, snapshot: Snapshot) -> str:
+        data = snapshot.model_dump_json().encode()
+        ref = hashlib.sha256(data).hexdigest()
+        if ref not in self._cache:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            path = self.directory / f"{ref}.json"
+            if not path.exists():
+                tmp = path.with_name(f"{ref}.json.tmp")
+                tmp.write_bytes(data)
+                tmp.replace(path)
+            self._cache[ref] = snapshot
+        return ref
+
+    def get(self, ref: str) -> Snapshot:
+        if ref not in self._cache:
+            self._cache[ref] = Snapshot.model_validate_json((self.directory / f"{ref}.json").read_bytes())
+        return self._cache[ref]
+
+
+class _Search:
+    """One search's state: the tree, the node states, the sessions it holds, its counters."""
+
+    tree: Tree
+
+    def __init__(self, svc: Services, job: RolloutJob, cfg: MCTSConfig, states: StateStore) -> None:
+        self.svc, self.job, self.cfg, self.states = svc, job, cfg, states
+        self.search_id = job.job_id
+        self.opened: set[str] = set()  # sessions to close when the search ends
+        self.edge: dict[int, str | None] = {0: None}  # node -> the reward transition into it
+        self.reentries = self.mismatches = self.infra_errors = 0
+
+    async def close(self, session_id: str) -> None:
+        self.opened.discard(session_id)
+        await self.svc.env.close(session_id)
+
+    async def close_all(self) -> None:
+        sessions, self.opened = list(self.opened), set()
+        for result in await asyncio.gather(*(self.svc.env.close(s) for s in sessions), return_exceptions=True):
+            if isinstance(result, BaseException):
+                logger.warning("search %s: closing a session failed: %s", self.search_id, result)
+
+    # -- the root -----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        reset = await self.svc.env.reset(
+            self.job.task_id, seed=self.job.seed, max_steps=self.cfg.max_depth, run_id=self.job.run_id
+        )
+        obs = reset.observation
+        self.opened.add(obs.session_id)
+        ref = self.states.put(await self.svc.env.snapshot(obs.session_id))
+        await self.close(obs.session_id)
+        self.tree = Tree.start(
+            search_id=self.search_id,
+            run_id=self.job.run_id,
+            task_id=self.job.task_id,
+            goal=obs.goal,
+            sampling=self.job.sampling,
+            alpha=self.cfg.alpha,
+            ucb_c=self.cfg.ucb_c,
+            state_ref=ref,
+            url=obs.url,
+            screenshot_sha256=obs.screenshot.sha256,
+        )
+
+    async def reenter(self, node_id: int) -> Observation:
+        """A new session in the node's state (restored from its snapshot), checked by screenshot."""
+        node = self.tree.node(node_id)
+        if node.state_ref is None:
+            raise ValueError(f"node {node_id} has no state to re-enter")
+        obs = (await self.svc.env.restore(self.states.get(node.state_ref))).observation
+        self.opened.add(obs.session_id)
+        self.reentries += 1
+        if obs.screenshot.sha256 != node.screenshot_sha256:
+            self.mismatches += 1
+            logger.warning(
+                "search %s: node %d re-entered with screenshot %s, recorded %s",
+                self.search_id,
+                node_id,
+                obs.screenshot.sha256[:12],
+                (node.screenshot_sha256 or "")[:12],
+            )
+        return obs
+
+    # -- expansion ----------------------------------------------------------------------------------
+    async def expand(self, leaf: int, sim: int) -> dict[int, tuple[str, Observation] | None]:
+        """Sample K actions at ``leaf``, execute the distinct new ones each in its own session, and
+        record the children. Returns each new child's live session and observation (None for a
+        terminal child or one that did not parse, which has no session of its own)."""
+        tree, node = self.tree, self.tree.node(leaf)
+        obs = await self.reenter(leaf)
+        candidates, prompt, version = await _sample(
+            self.svc, self.job, obs, list(node.history), self.cfg.max_children, node.depth, episode=sim
+        )
+        node.prompt_token_ids = list(prompt.prompt_token_ids)
+        new = tree.new_candidates(leaf, candidates, self.cfg.max_children)
+        runnable = [c for c, _ in new if c.action is not None]
+        sessions = [obs.session_id]
+        if len(runnable) > 1:
+            fork = await self.svc.env.fork(obs.session_id, len(runnable) - 1)
+            sessions += [f.observation.session_id for f in fork.sessions]
+        self.opened.update(sessions)
+        where = dict(zip((c.index for c in runnable), sessions, strict=False))
+        ids = [f"{self.search_id}-x{sim}-c{i}" for i in range(len(new))]
+        group = f"{self.search_id}-n{leaf}"
+        branches: list[Branch] = await asyncio.gather(
+            *(
+                _execute(
+                    self.svc,
+                    self.job,
+                    self.search_id,
+                    node.depth,
+                    obs,
+                    where.get(cand.index, obs.session_id),
+                    cand,
+                    tid,
+                    group,
+                    self.edge[leaf],
+                )
+                for (cand, _), tid in zip(new, ids, strict=True)
+            )
+        )
+        tree.record.env_steps += len(runnable)
+        if obs.session_id not in where.values():  # nothing ran in the restored session
+            await self.close(obs.session_id)
+        out: dict[int, tuple[str, Observation] | None] = {}
+        for (cand, proposals), branch, tid in zip(new, branches, ids, strict=True):
+            if branch.infra_error:
+                self.infra_errors += 1
+                if cand.action is not None:
+                    await self.close(branch.session_id)
+                continue
+            child = await self._record(leaf, cand, proposals, branch, version)
+            self.edge[child] = tid
+            live = cand.action is not None and not _ended(branch)
+            out[child] = (branch.session_id, branch.step.observation) if live and branch.step is not None else None
+            if cand.action is not None and not live:
+                await self.close(branch.session_id)
+        return out
+
+    async def _record(self, leaf: int, cand: Candidate, proposals: int, branch: Branch, version: int) -> int:
+        tree, node = self.tree, self.tree.node(leaf)
+        step = branch.step
+        if step is None:  # did not parse: nothing ran, the child is the parent's state
+            state_ref, url, shot = node.state_ref, node.url, node.screenshot_sha256
+            terminal, success = False, None
+        else:
+            terminal = _ended(branch)
+            success = step.info.get("task_success") if terminal else None
+            # A finished episode is never expanded again: its state is not kept.
+            state_ref = None if terminal else self.states.put(await self.svc.env.snapshot(branch.session_id))
+            url, shot = step.observation.url, step.observation.screenshot.sha256
+        child = tree.add_child(
+            leaf,
+            action=cand.action,
+            parse_error=cand.parse_error,
+            completion_text=cand.text[:20_000],
+            completion_token_ids=cand.token_ids,
+            behaviour_logprobs=cand.logprobs,
+            policy_version=version,
+            proposals=proposals,
+            state_ref=state_ref,
+            url=url,
+            screenshot_sha256=shot,
+            reward=branch.reward.total,
+            terminal=terminal,
+            success=success,
+            q_critic=self.critic(branch),
+        )
+        return child.id
+
+    def critic(self, branch: Branch) -> float:
+        # progress: the milestone weights the reward service paid for reaching this child's state
+        return branch.reward.progress
+
+    # -- rollout ------------------------------------------------------------------------------------
+    async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> float | None:
+        """The value of ``child``: its success if terminal, else a rollout's from it with the current
+        policy (one sample per step) to a terminal state or ``max_depth``; None on an infra failure."""
+        tree, node = self.tree, self.tree.node(child)
+        if node.terminal:
+            return float(bool(node.success))
+        session, obs = live if live is not None else (None, None)
+        if session is None or obs is None:
+            obs = await self.reenter(child)
+            session = obs.session_id
+        history, depth, ret, parent = list(node.history), node.depth, 0.0, self.edge[child]
+        try:
+            while depth < self.cfg.max_depth:
+                [cand], _, _ = await _sample(self.svc, self.job, obs, history, 1, depth, episode=sim)
+                tid = f"{self.search_id}-x{sim}-r{depth}"
+                branch = await _execute(self.svc, self.job, self.search_id, depth, obs, session, cand, tid, tid, parent)
+                tree.record.env_steps += cand.action is not None
+                if branch.infra_error:
+                    self.infra_errors += 1
+                    return None
+                ret += branch.reward.total
+                parent, depth = tid, depth + 1
+                if cand.action is not None:
+                    history.append(cand.action.short())
+                if branch.step is not None:
+                    if _ended(branch):
+                        return self._value(branch.step.info.get("task_success"), ret)
+                    obs = branch.step.observation
+            # cut off at the depth limit (answers that did not parse took no env step): ask the task now
+            verdict = await self.svc.env.validate(session)
+            return self._value(verdict.success, ret)
+        finally:
+            await self.close(session)
+
+    def _value(self, success: bool | None, dense: float) -> float:
+        return float(bool(success)) + (dense if self.cfg.dense_return else 0.0)
+
+
+async def search(
+    svc: Services, job: RolloutJob, cfg: MCTSConfig, run_dir: Path, stopped: StopCheck | None = None
+) -> SearchResult:
+    """Run ``cfg.simulations`` simulations from a fresh session on ``job``'s task and seed; write the
+    tree to ``<run_dir>/trees/<job_id>.json``. ``stopped`` is asked before every simulation after
+    the first: True abandons the search (``RunStopped``)."""
+    check_critic(cfg)
+    s = _Search(svc, job, cfg, StateStore(Path(run_dir) / "snapshots"))
+    try:
+        await s.start()
+        tree = s.tree
+        for sim in range(cfg.simulations):
+            if stopped is not None and sim > 0 and await stopped():
+                raise RunStopped(f"search {job.job_id} abandoned at simulation {sim}: run {job.run_id} was stopped")
+            leaf = tree.select_leaf()
+            if tree.node(leaf).terminal:
+                tree.backup(leaf, s._value(tree.node(leaf).success, 0.0), cfg.dense_return)
+                continue
+            live = await s.expand(leaf, sim)
+            if not live:
+                continue  # every candidate failed on the infrastructure
+            child = tree.select_child(leaf)  # all unvisited: the critic's favourite
+            for other, session in live.items():
+                if other != child and session is not None:
+                    await s.close(session[0])
+            value = await s.rollout(child, live[child], sim)
+            if value is not None:
+                tree.backup(child, value, cfg.dense_return)
+    finally:
+        await s.close_all()
+    path = tree.save(Path(run_dir) / "trees")
+    logger.info(
+        "search %s: %d simulations, %d nodes, %d env steps, success found %s, best path %s",
+        job.job_id,
+        tree.record.simulations,
+        len(tree.record.nodes),
+        tree.record.env_steps,
+        any(n.success for n in tree.record.nodes),
+        tree.best_path(),
+    )
+    return SearchResult(tree, path, s.reentries, s.mismatches, s.infra_errors)

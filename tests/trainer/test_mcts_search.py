@@ -1,0 +1,257 @@
+"""The MCTS search driver (halo_trainer.mcts.search).
+
+Fast tests run it against the in-process stand-ins (tests/trainer/stand_ins.py), whose env state is
+the list of actions taken, extended here by snapshot and restore. The slow test runs it on the
+Playground clone through the real env (Chromium), reward service and vLLM serving the tiny model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from halo.schemas import Action, ResetResponse, Snapshot, ValidationResult
+from halo_trainer.mcts.search import check_critic, search
+from halo_trainer.mcts.settings import MCTSConfig
+from halo_trainer.mcts.tree import load_tree
+from halo_trainer.rollout import RunStopped
+from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, Session, click, job_for, services
+
+SUCCESS = Action(action="terminate", status="success")
+
+
+class SnapshotEnv(EnvStandIn):
+    """The stand-in env with snapshot/restore: a snapshot is the action list; restore replays it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.restored: list[tuple[str, str]] = []  # (snapshot's screenshot, restored screenshot)
+        self.validations = 0
+
+    async def snapshot(self, session_id: str) -> Snapshot:
+        s = self.sessions[session_id]
+        state = {"actions": list(s.actions), "seed": s.seed, "max_steps": s.max_steps}
+        return Snapshot(
+            task_id=s.task_id, url=f"http://site.test/{len(s.actions)}", step=len(s.actions), storage_state=state
+        )
+
+    async def restore(self, snapshot: Snapshot) -> ResetResponse:
+        st = snapshot.storage_state
+        sid = self._new(Session(snapshot.task_id, st["seed"], st["max_steps"], list(st["actions"])))
+        return ResetResponse(observation=self._observe(sid))
+
+    async def validate(self, session_id: str) -> ValidationResult:
+        self.validations += 1
+        return ValidationResult(task_id=self.sessions[session_id].task_id, success=False, reward=0.0)
+
+
+def cfg(**fields) -> MCTSConfig:
+    return MCTSConfig(**{"simulations": 6, "max_children": 3, "max_depth": 3, "critic": "progress", **fields})
+
+
+def root_succeeds(n: int, i: int) -> list[Action | None]:
+    """At every expansion: a click, the success, and an answer that does not parse; rollouts click."""
+    return [click(100), SUCCESS, None][:n] if n > 1 else [click(100)]
+
+
+async def test_search_builds_a_tree_reenters_states_exactly_and_closes_every_session(tmp_path):
+    env = SnapshotEnv()
+    svc = services(env=env, policy=PolicyStandIn(root_succeeds))
+    result = await search(svc, job_for(), cfg(), tmp_path)
+    tree = result.tree
+
+    assert env.sessions == {}, "every session the search opened is closed"
+    assert result.reentries > 0 and result.reentry_mismatches == 0
+    assert tree.record.env_steps == len(env.steps)
+    assert tree.record.simulations == 6
+    root = tree.root
+    assert set(root.children) == {
+        '{"action":"left_click","coordinate":[100,500]}',
+        '{"action":"terminate","status":"success"}',
+        "<invalid>",
+    }
+    win = tree.node(root.children['{"action":"terminate","status":"success"}'])
+    assert win.terminal and win.success is True and win.state_ref is None
+    invalid = tree.node(root.children["<invalid>"])
+    assert invalid.state_ref == root.state_ref and invalid.screenshot_sha256 == root.screenshot_sha256
+    assert root.prompt_token_ids == [1, 2, 3]
+    assert tree.summary()["success_found"] == 1.0
+    # Once visited, the success is worth 1 and every other path 0: it is the most visited.
+    assert tree.best_path() == [0, win.id]
+    assert root.visits == 6 and sum(ch.visits for ch in tree.children(0)) == 6
+
+    saved = load_tree(result.path)
+    assert result.path == tmp_path / "trees" / f"{job_for().job_id}.json"
+    assert saved.record == tree.record
+    for node in tree.record.nodes:
+        if node.state_ref is not None:
+            assert (tmp_path / "snapshots" / f"{node.state_ref}.json").is_file()
+
+
+async def test_rollouts_run_to_the_depth_limit_and_ask_the_task(tmp_path):
+    env = SnapshotEnv()
+    policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])
+    # max_depth 4 with max_steps 4: rollouts end by truncation; the env gives no verdict there (None: 0)
+    result = await search(services(env=env, policy=policy), job_for(), cfg(simulations=3, max_depth=4), tmp_path)
+    tree = result.tree
+    assert env.sessions == {}
+    assert tree.summary()["success_found"] == 0.0
+    assert all(n.q_mcts in (None, 0.0) for n in tree.record.nodes)
+    assert tree.record.env_steps == len(env.steps)
+    # three distinct children at the root, each rolled out once; then their children
+    assert len(tree.root.children) == 3 and tree.root.visits == 3
+
+
+async def test_dense_return_backs_up_rewards(tmp_path):
+    env = SnapshotEnv()
+    policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])
+    result = await search(
+        services(env=env, policy=policy), job_for(), cfg(simulations=1, max_depth=2, dense_return=True), tmp_path
+    )
+    tree = result.tree
+    child = tree.node(tree.best_path()[1])
+    # the stand-in reward pays x/1000: the child's own click, then the rollout's click(100)
+    assert child.q_mcts == pytest.approx(child.reward + 0.1)
+
+
+async def test_infra_failures_are_not_scored(tmp_path):
+    env = SnapshotEnv()
+    env.fail_steps = {click(200).short()}
+    policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])
+    result = await search(services(env=env, policy=policy), job_for(), cfg(simulations=1), tmp_path)
+    assert '{"action":"left_click","coordinate":[200,500]}' not in result.tree.root.children
+    assert result.infra_errors == 1
+    assert env.sessions == {}
+
+
+async def test_a_stopped_run_abandons_the_search_and_closes_sessions(tmp_path):
+    env = SnapshotEnv()
+    calls = 0
+
+    async def stopped() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls >= 2
+
+    with pytest.raises(RunStopped):
+        await search(services(env=env), job_for(), cfg(), tmp_path, stopped=stopped)
+    assert env.sessions == {}
+
+
+async def test_cancellation_closes_every_session(tmp_path):
+    env = SnapshotEnv()
+    hold = asyncio.Event()
+    policy = PolicyStandIn()
+
+    original = policy.sample_actions
+
+    async def slow(*args, **kwargs):
+        if len(policy.requests) >= 1:  # the rollout's first sample never comes back
+            hold.set()
+            await asyncio.Event().wait()
+        return await original(*args, **kwargs)
+
+    policy.sample_actions = slow
+    task = asyncio.create_task(search(services(env=env, policy=policy), job_for(), cfg(), tmp_path))
+    await hold.wait()
+    assert env.sessions, "the search holds sessions while it waits"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert env.sessions == {}
+
+
+def test_unbuilt_critics_are_a_clear_configuration_error():
+    check_critic(cfg())
+    for critic in ("self", "openai"):
+        with pytest.raises(ValueError, match=f"critic '{critic}' is not implemented yet; use one of: progress"):
+            check_critic(cfg(critic=critic))
+
+
+async def test_an_unbuilt_critic_is_refused_before_any_env_call(tmp_path):
+    env = SnapshotEnv()
+    with pytest.raises(ValueError, match="not implemented"):
+        await search(services(env=env), job_for(), cfg(critic="self"), tmp_path)
+    assert env.resets == []
+
+
+# --- on the Playground clone, through the real env, reward service and vLLM -------------------------
+
+
+@pytest.fixture(scope="module")
+def clone_services(tiny_model_dir, tmp_path_factory):
+    """The sites, env (Chromium), reward service and vLLM (tiny model) on free ports: (env, reward, policy) URLs."""
+    from halo.settings.sites import SitesSettings
+    from halo_sites.app import create_app as create_sites
+    from tests.conftest import free_port
+    from tests.env.fixtures import EnvServer, ThreadServer, settings_for
+    from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
+    from tests.reward.conftest import drop_prefix, start_reward_service
+
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    vllm, policy_port = start_policy_server(tiny_model_dir, log)  # starts first: it takes longest
+    prefix = f"test:mcts:{free_port()}:"
+    reward, reward_url = start_reward_service(prefix)
+    port = free_port()
+    try:
+        with ThreadServer(create_sites(SitesSettings(host="127.0.0.1", port=port)), "127.0.0.1", port) as sites:
+            settings = settings_for(tmp_path_factory.mktemp("env"), sites_url=sites.url)
+            with EnvServer(settings) as env:
+                wait_listening(vllm, log)
+                yield env.url, reward_url, f"http://127.0.0.1:{policy_port}"
+    finally:
+        reward.terminate()
+        reward.wait(timeout=30)
+        drop_prefix(prefix)
+        stop_policy_server(vllm)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.vllm
+async def test_search_on_the_playground_clone_reenters_exact_states(clone_services, tmp_path):
+    import httpx
+
+    from halo.clients import EnvClient, RewardClient
+    from halo.policy_client import PolicyClient
+    from halo.schemas import SamplingParams, Viewport
+    from halo_trainer.rollout import Services
+    from tests.trainer.stand_ins import fixed_policy, version0
+
+    env_url, reward_url, policy_url = clone_services
+    env = EnvClient(env_url, timeout_s=120)
+    svc = Services(
+        env=env,
+        policy=PolicyClient(policy_url, "halo-base", timeout_s=300),
+        reward=RewardClient(reward_url),
+        current_policy=fixed_policy(version0("run-mcts")),
+    )
+    sampling = SamplingParams(max_tokens=64, structured_outputs="regex", history_limit=8, viewport=Viewport())
+    job = job_for("run-mcts", task_id="local.playground-7", seed=3, max_steps=3, sampling=sampling)
+    try:
+        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3), tmp_path)
+        tree = result.tree
+
+        assert result.infra_errors == 0
+        assert tree.record.simulations == 3
+        assert len(tree.record.nodes) > 1 and tree.root.prompt_token_ids
+        assert tree.record.env_steps > 0
+        # Every expansion re-entered its node by restoring the snapshot: same screenshot as recorded.
+        assert result.reentries >= 3 and result.reentry_mismatches == 0
+        # ...and any node's state re-enters exactly after the search, too.
+        kept = [n for n in tree.record.nodes if n.state_ref is not None]
+        assert kept
+        for node in kept:
+            snapshot = Snapshot.model_validate_json((tmp_path / "snapshots" / f"{node.state_ref}.json").read_bytes())
+            obs = (await env.restore(snapshot)).observation
+            await env.close(obs.session_id)
+            assert obs.screenshot.sha256 == node.screenshot_sha256, f"node {node.id}"
+        saved = load_tree(result.path)
+        assert saved.record == tree.record
+        async with httpx.AsyncClient(base_url=env_url) as http:
+            assert (await http.get("/sessions")).json() == [], "the search closed every session"
+    finally:
+        await env.aclose()
+        await svc.policy.aclose()
+        await svc.reward.aclose()
