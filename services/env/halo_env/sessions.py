@@ -5,12 +5,10 @@
     fork(n)        capture browser state -> n fresh contexts restored to it (or reset + replay)
     snapshot / restore, validate, close; a reaper closes idle sessions and those of expired leases
 
-Failure policy. An action the page cannot take is the agent's error: it is reported in the
-observation and the step counts. A failure of the browser (a crash, a dead process, a page that
-stops answering, e.g. ``while (true) {}``) is an infrastructure error: the step answers within
-``step_timeout_s`` with the previous observation and ``last_action_error_kind = "infra"``, the
-action does not count, and the session is rebuilt in a fresh context from its last checkpoint (the
-browser state captured with every observation) before its next request is served.
+An action the page cannot take is the agent's error: it is reported in the observation and the
+step counts. A failure of the browser is an infrastructure error, answered and repaired by
+``recovery.py``. Opening a page in a leased context (reset, fork, restore, rebuild) is
+``opening.py``; reading a page into an observation is ``observation.py``.
 """
 
 from __future__ import annotations
@@ -19,24 +17,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import Browser, Page
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import ValidationError
 
 from halo.schemas import (
     Action,
     ActionType,
     CreateSessionRequest,
-    ErrorKind,
     ForkMethod,
     ForkResponse,
     Observation,
     ResetResponse,
-    ScreenshotRef,
     SessionInfo,
     Snapshot,
     StepResponse,
@@ -54,58 +47,13 @@ from halo_env.allowlist import NetworkGuard
 from halo_env.backends.base import TaskBackend, TaskUnavailable
 from halo_env.executor import InfraError, Pointer, execute
 from halo_env.leases import LeaseBook
-from halo_env.page_js import OBSERVE
-from halo_env.pool import BrowserPool, Lease, PoolExhausted
+from halo_env.observation import PageObserver
+from halo_env.opening import PageOpener
+from halo_env.pool import BrowserPool, PoolExhausted
+from halo_env.recovery import Recovery
+from halo_env.session import ENDS_EPISODE, Session
 
 logger = logging.getLogger("halo.env.sessions")
-
-_ENDS_EPISODE = (ActionType.TERMINATE, ActionType.ANSWER)
-_CAPTURE_REFUSED = "Unable to capture screenshot"
-_NAVIGATING = ("Execution context was destroyed", "navigation", "Cannot find context")
-
-
-@dataclass(eq=False)
-class Session:
-    id: str
-    task: Task
-    backend: TaskBackend
-    lease: Lease
-    max_steps: int
-    run_id: str
-    seed: int = 0
-    step: int = 0
-    actions: list[Action] = field(default_factory=list)
-    pointer: Pointer = field(default_factory=Pointer)
-    answer: str | None = None
-    terminated: bool = False
-    truncated: bool = False
-    infra_errors: int = 0
-    created_at: float = field(default_factory=time.time)
-    last_used_at: float = field(default_factory=time.time)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    last_obs: Observation | None = None
-    checkpoint: dict[str, Any] | None = None  # browser state at last_obs, for recovery
-    pending_infra: str | None = None  # a failure noticed between steps (browser lost), told at the next step
-    recovery: asyncio.Task | None = None
-    popups: set[asyncio.Task] = field(default_factory=set)  # new tabs being folded into the session's tab
-    closed: bool = False
-    lease_id: str | None = None  # the owner's session lease (halo_env.leases); None: idle TTL only
-
-    @property
-    def ended(self) -> bool:
-        return self.terminated or self.truncated
-
-    def info(self) -> SessionInfo:
-        return SessionInfo(
-            session_id=self.id,
-            task_id=self.task.id,
-            step=self.step,
-            created_at=self.created_at,
-            last_used_at=self.last_used_at,
-            terminated=self.terminated,
-            truncated=self.truncated,
-            lease_id=self.lease_id,
-        )
 
 
 class SessionManager:
@@ -121,7 +69,10 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._fork_slots = asyncio.Semaphore(settings.fork_parallelism)
         self.leases = LeaseBook(settings.lease_ttl_s)
-        pool.on_browser_lost = self._on_browser_lost
+        self.observer = PageObserver(settings, store, self.viewport, self.public_url)
+        self.opener = PageOpener(settings, self.observer)
+        self.recovery = Recovery(settings, pool, self.opener)
+        pool.on_browser_lost = lambda browser: self.recovery.browser_lost(self._sessions.values(), browser)
 
     # -- lookup ---------------------------------------------------------------------------------
     def backend_for(self, task_id: str) -> TaskBackend:
@@ -204,13 +155,13 @@ class SessionManager:
     async def fork(self, session_id: str, n: int) -> ForkResponse:
         parent = self.get(session_id)
         async with parent.lock:
-            await self._settled(parent)
+            await self.recovery.settled(parent)
             if parent.ended:
                 raise ServiceError(409, "the episode has ended; there is nothing to fork")
             method = parent.backend.fork_method
             state = None
             if method is ForkMethod.SNAPSHOT:
-                state = await self._guarded(
+                state = await self.recovery.guarded(
                     browser_state.capture(parent.lease, self.s.evaluate_timeout_s, (parent.pointer.x, parent.pointer.y))
                 )
 
@@ -282,9 +233,7 @@ class SessionManager:
             lease_id=lease_id,
         )
         try:
-            budget = self.s.navigation_timeout_s * 2 + self.s.step_timeout_s * (1 + len(session.actions))
-            await asyncio.wait_for(self._build(session, state), budget)
-            obs, checkpoint = await asyncio.wait_for(self._observe(session), self.s.step_timeout_s)
+            obs, checkpoint = await self.opener.open(session, state)
         except (PlaywrightError, InfraError, TimeoutError) as exc:
             await self.pool.discard(lease)
             detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
@@ -311,49 +260,15 @@ class SessionManager:
             info["method"] = method
         return ResetResponse(observation=obs, info=info)
 
-    async def _build(self, session: Session, state: dict[str, Any] | None) -> None:
-        """Bring a freshly leased context to the session's state: restore a capture, or reset + replay."""
-        lease = session.lease
-        lease.guard.configure(session.backend.allowed_origins(session.task) | set(self.s.extra_allowed_origins))
-
-        def on_popup(popup: Page) -> None:
-            task = asyncio.ensure_future(self._follow_popup(session, popup))
-            session.popups.add(task)
-            task.add_done_callback(session.popups.discard)
-
-        lease.page.on("popup", on_popup)
-        if state is not None:
-            await browser_state.restore(lease, state)
-            return
-        await session.backend.setup(lease.page, session.task, session.run_id, session.seed)
-        if session.actions:  # replay fork: the same actions from the same reset
-            replay_pointer = Pointer()
-            for action in session.actions:
-                if action.action not in _ENDS_EPISODE:
-                    await execute(lease.page, action, self.viewport, replay_pointer, self.s.default_wait_s)
-                    await self._settle(lease.page)
-            session.pointer = replay_pointer
-
-    async def _follow_popup(self, session: Session, popup: Page) -> None:
-        """One tab per session: a link that opens a new tab is followed in the session's own tab."""
-        with contextlib.suppress(PlaywrightError):
-            await popup.wait_for_load_state("commit", timeout=self.s.navigation_timeout_s * 1000)
-        url = popup.url
-        with contextlib.suppress(PlaywrightError):
-            await popup.close()
-        if url.startswith("http") and session.lease.guard.allows(url) and not session.lease.page.is_closed():
-            with contextlib.suppress(PlaywrightError):
-                await session.lease.page.goto(url, wait_until="commit")
-
     # -- step -----------------------------------------------------------------------------------
     async def step(self, session_id: str, action: Action) -> StepResponse:
         session = self.get(session_id)
         async with session.lock:
-            await self._settled(session)
+            await self.recovery.settled(session)
             session.last_used_at = time.time()
             if session.pending_infra is not None:  # the browser died between steps; the action is not taken
                 message, session.pending_infra = session.pending_infra, None
-                return self._infra_answer(session, message, count=False)
+                return self.recovery.answer(session, message, count=False)
             if session.ended:
                 raise ServiceError(409, "the episode has ended (terminated or truncated): fork or create a session")
             t0 = time.perf_counter()
@@ -364,13 +279,13 @@ class SessionManager:
                 )
             except TimeoutError:
                 metrics.INFRA_ERRORS.labels("timeout").inc()
-                return self._infra_failure(
+                return self.recovery.failed_step(
                     session, f"the page stopped responding: step abandoned after {self.s.step_timeout_s:g} s"
                 )
             except (InfraError, PlaywrightError) as exc:
                 metrics.INFRA_ERRORS.labels("browser").inc()
                 first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-                return self._infra_failure(session, f"browser failure: {first}")
+                return self.recovery.failed_step(session, f"browser failure: {first}")
 
             session.step += 1
             session.actions.append(action)
@@ -381,7 +296,7 @@ class SessionManager:
             # A clone whose state says `done` (the Playground after its one submission) allows no
             # more interaction: the episode ends here, so success is credited to this step.
             site_done = bool((obs.site_state or {}).get("done"))
-            session.terminated = action.action in _ENDS_EPISODE or site_done
+            session.terminated = action.action in ENDS_EPISODE or site_done
             session.truncated = not session.terminated and session.step >= session.max_steps
             reward, info = 0.0, {"seconds": 0.0}
             if session.ended:
@@ -409,181 +324,21 @@ class SessionManager:
         if session.lease.crashed:
             raise InfraError("the page crashed")
         error = await execute(page, action, self.viewport, pointer, self.s.default_wait_s)
-        if action.action not in _ENDS_EPISODE and action.action is not ActionType.WAIT:
-            await self._settle(page)
+        if action.action not in ENDS_EPISODE and action.action is not ActionType.WAIT:
+            await self.observer.settle(page)
         if session.popups:  # a link opened a new tab: observe the page it leads to
             await asyncio.gather(*session.popups, return_exceptions=True)
-            await self._settle(page)
-        obs, checkpoint = await self._observe(session, error, step=session.step + 1, pointer=pointer)
+            await self.observer.settle(page)
+        obs, checkpoint = await self.observer.observe(session, error, step=session.step + 1, pointer=pointer)
         return error, obs, checkpoint
-
-    async def _settle(self, page: Page) -> None:
-        """Give the page time to react, and to finish a navigation the action started."""
-        await asyncio.sleep(self.s.settle_ms / 1000)
-        with contextlib.suppress(PlaywrightTimeoutError):
-            await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
-
-    async def _observe(
-        self, session: Session, error: str | None = None, step: int | None = None, pointer: Pointer | None = None
-    ) -> tuple[Observation, dict[str, Any]]:
-        lease = session.lease
-        raw, png = await self._capture(session)
-        cookies = await lease.context.cookies()
-        sha = self.store.put(png)
-        blocked, navigation = lease.guard.drain()
-        metrics.BLOCKED.inc(len(blocked))
-        if navigation is not None and error is None:
-            error = f"navigation to {navigation[:200]} was blocked: only the task's site may be opened"
-        p = pointer or session.pointer
-        obs = Observation(
-            session_id=session.id,
-            task_id=session.task.id,
-            goal=session.task.goal,
-            step=session.step if step is None else step,
-            url=raw["url"],
-            title=(raw.get("title") or "")[:300],
-            screenshot=ScreenshotRef(
-                sha256=sha,
-                width=self.viewport.width,
-                height=self.viewport.height,
-                url=f"{self.public_url}/screenshots/{sha}",
-            ),
-            axtree=raw.get("axtree") or "",
-            last_action_error=error,
-            last_action_error_kind=ErrorKind.AGENT if error else None,
-            answer=session.answer,
-            site_state=raw.get("siteState") if isinstance(raw.get("siteState"), dict) else None,
-            blocked_requests=blocked,
-            terminated=session.terminated,
-            truncated=session.truncated,
-        )
-        checkpoint = {"url": raw["url"], "cookies": cookies, "page": raw.get("state"), "pointer": [p.x, p.y]}
-        return obs, checkpoint
-
-    async def _capture(self, session: Session) -> tuple[dict[str, Any], bytes]:
-        """Read the page (url, ids, AX tree, site state) and take its screenshot.
-
-        Chromium can refuse a capture ("Unable to capture screenshot") in the moment a link with
-        target=_blank opens its new tab, before Playwright's `popup` event has reached
-        `_follow_popup` (seen under load in the full test run). That is not a broken browser:
-        fold the popup in, make sure the session's tab is in front and read the page again.
-        """
-        page = session.lease.page
-        for attempt in range(3):
-            raw = await self._evaluate(page)
-            try:
-                png = await page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations)
-                return raw, png
-            except PlaywrightError as exc:
-                if attempt == 2 or _CAPTURE_REFUSED not in str(exc):
-                    raise
-            await asyncio.sleep(self.s.settle_ms / 1000)  # time for the popup event to arrive
-            if session.popups:
-                await asyncio.gather(*session.popups, return_exceptions=True)
-                await self._settle(page)
-            await page.bring_to_front()
-        raise AssertionError("unreachable")
-
-    async def _evaluate(self, page: Page) -> dict[str, Any]:
-        for attempt in range(3):
-            try:
-                raw = await asyncio.wait_for(
-                    page.evaluate(OBSERVE, {"maxChars": self.s.axtree_max_chars, "capture": True}),
-                    self.s.evaluate_timeout_s,
-                )
-                # A page's text may hold lone surrogates (JavaScript strings allow them); they
-                # cannot be encoded into the answer, so they become U+FFFD here, where they enter.
-                return replace_lone_surrogates(raw)
-            except PlaywrightError as exc:  # a navigation replaced the document under the script: observe the new one
-                if attempt == 2 or not any(m in str(exc) for m in _NAVIGATING):
-                    raise
-                with contextlib.suppress(PlaywrightTimeoutError):
-                    await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
-        raise AssertionError("unreachable")
-
-    # -- infrastructure failures ------------------------------------------------------------------
-    def _infra_failure(self, session: Session, message: str) -> StepResponse:
-        logger.warning("session %s step %d: %s", session.id[:13], session.step, message)
-        session.pending_infra = None  # this answer tells the client; do not tell it twice
-        self._start_recovery(session)
-        return self._infra_answer(session, message, count=True)
-
-    def _infra_answer(self, session: Session, message: str, count: bool) -> StepResponse:
-        if count:
-            session.infra_errors += 1
-            if session.infra_errors >= self.s.max_infra_errors:
-                session.truncated = True
-                message += f" ({session.infra_errors} infrastructure errors: the episode is truncated)"
-        metrics.STEPS.labels("infra_error").inc()
-        assert session.last_obs is not None
-        obs = session.last_obs.model_copy(
-            update={
-                "last_action_error": message,
-                "last_action_error_kind": ErrorKind.INFRA,
-                "blocked_requests": [],
-                "truncated": session.truncated,
-            }
-        )
-        return StepResponse(
-            observation=obs,
-            truncated=session.truncated,
-            info={"infra_error": True, "action_taken": False, "restored_to_step": session.step},
-        )
-
-    def _start_recovery(self, session: Session) -> None:
-        if session.recovery is None or session.recovery.done():
-            session.recovery = asyncio.create_task(self._recover(session))
-
-    async def _recover(self, session: Session) -> None:
-        """Replace the session's context with a fresh one rebuilt from its last checkpoint."""
-        t0 = time.perf_counter()
-        await self.pool.discard(session.lease)
-        if session.closed:
-            return
-        try:
-            session.lease = await self.pool.acquire()
-            state = session.checkpoint if session.backend.fork_method is ForkMethod.SNAPSHOT else None
-            budget = self.s.navigation_timeout_s * 2 + self.s.step_timeout_s * (1 + len(session.actions))
-            await asyncio.wait_for(self._build(session, state), budget)
-            obs, checkpoint = await asyncio.wait_for(self._observe(session), self.s.step_timeout_s)
-            # Keep what the client was last shown; adopt the fresh screenshot and ids of the rebuilt page.
-            session.last_obs, session.checkpoint = obs, checkpoint
-            logger.info("session %s rebuilt in %.2f s", session.id[:13], time.perf_counter() - t0)
-        except Exception as exc:  # the session cannot continue: say so at its next request
-            logger.warning("session %s could not be rebuilt: %s", session.id[:13], exc)
-            session.truncated = True
-            session.pending_infra = f"the session could not be rebuilt after an infrastructure error: {str(exc)[:200]}"
-
-    def _on_browser_lost(self, browser: Browser) -> None:
-        for session in list(self._sessions.values()):
-            if session.lease.slot.browser is browser and not session.closed:
-                if not session.lock.locked():  # an in-flight step reports the failure itself
-                    session.pending_infra = "the browser process died; the session was rebuilt from its last state"
-                metrics.INFRA_ERRORS.labels("browser_lost").inc()
-                self._start_recovery(session)
-
-    async def _settled(self, session: Session) -> None:
-        """Wait for a running recovery; then the session is usable (or marked truncated)."""
-        if session.recovery is not None and not session.recovery.done():
-            with contextlib.suppress(Exception):
-                await session.recovery
-        if session.closed:
-            raise ServiceError(404, f"unknown session {session.id[:80]!r} (closed)")
-
-    async def _guarded(self, coro: Any) -> Any:
-        """Run a page operation outside a step; a browser failure is a 503 that the client may retry."""
-        try:
-            return await coro
-        except (PlaywrightError, InfraError, TimeoutError) as exc:
-            raise ServiceError(503, f"the session's browser failed: {str(exc)[:200] or type(exc).__name__}") from None
 
     # -- snapshot / validate / close ------------------------------------------------------------
     async def snapshot(self, session_id: str) -> Snapshot:
         session = self.get(session_id)
         async with session.lock:
-            await self._settled(session)
+            await self.recovery.settled(session)
             session.last_used_at = time.time()
-            state = await self._guarded(
+            state = await self.recovery.guarded(
                 browser_state.capture(session.lease, self.s.evaluate_timeout_s, (session.pointer.x, session.pointer.y))
             )
             return browser_state.to_snapshot(
@@ -599,7 +354,7 @@ class SessionManager:
     async def validate(self, session_id: str) -> ValidationResult:
         session = self.get(session_id)
         async with session.lock:
-            await self._settled(session)
+            await self.recovery.settled(session)
             session.last_used_at = time.time()
             site_state = None
             with contextlib.suppress(PlaywrightError, TimeoutError):
