@@ -1,7 +1,7 @@
 """Learner throughput on the CPU: one GRPO update of a group of 8 completions, and a checkpoint.
 
-Uses the project's tiny Qwen3-VL (built offline by halo_policy.tiny_model, cached), a 1280x720
-screenshot prompt rebuilt by halo_policy.logprobs.build_batch exactly as for training, and eight
+Uses the project's tiny Qwen3-VL (built offline by halo_model.tiny, cached), a 1280x720
+screenshot prompt rebuilt by halo_model.inputs.build_batch exactly as for training, and eight
 computer-use answers (real tool-call text, tokenized by the model's tokenizer) as the completions.
 Times (wall and CPU): input building, an update without and with the KL term (extra reference pass), a checkpoint
 save, and load + restore. Other work on the machine skews the figures; the load average is recorded.
@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 from halo.actions import format_tool_call  # noqa: E402
 from halo.schemas.actions import Action  # noqa: E402
 from halo.settings.trainer import LearnerConfig  # noqa: E402
-from halo_policy.logprobs import SampleRecord, build_batch, load_processor  # noqa: E402
-from halo_policy.tiny_model import build_tiny_model  # noqa: E402
+from halo_model.inputs import SampleRecord, build_batch  # noqa: E402
+from halo_model.loading import load_model, load_processor  # noqa: E402
+from halo_model.tiny import build_tiny_model  # noqa: E402
 from halo_trainer.checkpoint import CheckpointManager  # noqa: E402
 from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
 
@@ -126,7 +127,7 @@ def main() -> None:
         config = LearnerConfig(
             learning_rate=1e-4, lora_r=8, lora_alpha=16, kl_coef=kl, max_completion_tokens=max(64, max_completion)
         )
-        learner = Learner.from_pretrained(model_dir, config)
+        learner = Learner(load_model(model_dir), config)
         learner.update(batch)  # warm-up
         cpu: list[float] = []
         times = timed(lambda learner=learner: learner.update(batch), args.updates, cpu)
@@ -144,7 +145,7 @@ def main() -> None:
         checkpoint = manager.load_latest()
         assert checkpoint is not None
         size = sum(p.stat().st_size for p in checkpoint.path.rglob("*") if p.is_file())
-        fresh = Learner.from_pretrained(model_dir, config)
+        fresh = Learner(load_model(model_dir), config)
         restore_s = timed(lambda: manager.restore(fresh, manager.load_latest()), 3)
     results["checkpoint"] = {
         "save_s_median": statistics.median(save_s),

@@ -126,7 +126,7 @@ def _server(port: int | None, model_dir: Path):
 
 
 async def _bench(settings: PolicySettings, model_dir: Path, reps: int, versions: int) -> dict[str, Any]:
-    from halo_policy.adapters import random_adapter
+    from halo_model.lora import random_adapter
 
     base_png = await _screenshot()
     counter = iter(range(10**9))
@@ -185,14 +185,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=None, help="use a policy server already running here")
     args = parser.parse_args()
 
-    from halo_policy.tiny_model import build_tiny_model
+    from halo_model.tiny import build_tiny_model
 
     model_dir = build_tiny_model()
     with _server(args.port, model_dir) as settings:
         results = asyncio.run(_bench(settings, model_dir, args.reps, args.versions))
     results["setup"] = {
         "target": "cpu",
-        "model": "tiny Qwen3-VL (halo_policy.tiny_model, seed 0)",
+        "model": "tiny Qwen3-VL (halo_model.tiny, seed 0)",
         "dtype": settings.resolved_dtype(),
         "structured_outputs": settings.resolved_structured_outputs(),
         "screenshot": "1280x720 PNG, resized by the processor to 448x224 (98 vision tokens)",

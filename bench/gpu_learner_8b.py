@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_learner import group_samples  # noqa: E402
 
 from halo.settings.trainer import LearnerConfig  # noqa: E402
-from halo_policy.logprobs import build_batch, load_processor  # noqa: E402
-from halo_policy.tiny_model import TinyModelParams, build_tiny_model, qwen3vl_config  # noqa: E402
+from halo_model.inputs import build_batch  # noqa: E402
+from halo_model.loading import load_processor  # noqa: E402
+from halo_model.tiny import TinyModelParams, build_tiny_model, qwen3vl_config  # noqa: E402
 from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
 
 # Qwen3-VL-8B-Instruct's config.json and preprocessor_config.json (at these pixel limits a

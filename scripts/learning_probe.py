@@ -43,11 +43,13 @@ from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
 from halo.settings.trainer import LearnerConfig
 from halo_env.backends.local import LocalCloneBackend
-from halo_policy.logprobs import SampleRecord, build_batch, grammar_masks, load_processor
-from halo_policy.server import resolve_model
+from halo_model.grammar import grammar_masks
+from halo_model.inputs import SampleRecord, build_batch
+from halo_model.loading import load_model, load_processor
+from halo_model.logprobs import base_model
+from halo_model.resolution import resolve_model
 from halo_sites.tasks import get_task
-from halo_trainer.batching import STOP_TOKENS
-from halo_trainer.learner import Learner, LearnerBatch, _lm_head
+from halo_trainer.learner import Learner, LearnerBatch
 from halo_trainer.objective import group_advantages
 
 BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
@@ -107,7 +109,7 @@ def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str
     inputs = build_batch(processor, [SampleRecord(goal, [], [png], completion, None) for png in shots])
     mask = allowed.expand(len(shots), -1, -1)
     captured: list[torch.Tensor] = []
-    hook = _lm_head(learner.model).register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
+    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
     try:
         learner.logprobs(LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
     finally:
@@ -139,7 +141,7 @@ async def main() -> None:
     args = p.parse_args()
 
     settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
-    model = args.model or resolve_model(settings)
+    model = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
     try:
         task = get_task(args.task)
     except KeyError:
@@ -154,13 +156,12 @@ async def main() -> None:
     goal = task.goal
     processor = load_processor(model)
     max_tokens = 128
-    learner = Learner.from_pretrained(
-        model,
+    learner = Learner(
+        load_model(model),
         LearnerConfig(
             learning_rate=args.lr, lora_r=args.lora_r, lora_alpha=args.lora_alpha, max_completion_tokens=max_tokens
         ),
     )
-    stops = [processor.tokenizer.convert_tokens_to_ids(t) for t in STOP_TOKENS]
     name, started = None, time.time()
     prefix = f"probe{int(started) % 100_000}"
     out = Path(args.out) if args.out else None
@@ -176,7 +177,7 @@ async def main() -> None:
                 shots,
                 goal,
                 first,
-                grammar_masks(processor.tokenizer, tool_call_regex(), [first], learner.vocab_size, stops),
+                grammar_masks(processor.tokenizer, tool_call_regex(), [first], learner.vocab_size),
             )
             groups = [(k * args.groups + j) % layouts for j in range(args.groups)]
             results = [
@@ -221,7 +222,7 @@ async def main() -> None:
             allowed = None
             if not args.no_mask:
                 allowed = grammar_masks(
-                    processor.tokenizer, tool_call_regex(), [c.token_ids for c in candidates], learner.vocab_size, stops
+                    processor.tokenizer, tool_call_regex(), [c.token_ids for c in candidates], learner.vocab_size
                 )
             learner.update(
                 LearnerBatch(

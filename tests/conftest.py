@@ -65,3 +65,25 @@ def start_service(module: str, env: dict[str, str], ready_url: str, timeout_s: f
         time.sleep(0.3)
     proc.kill()
     raise RuntimeError(f"{module} not ready after {timeout_s} s")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir():
+    """The project's tiny Qwen3-VL (cached under ``<data_dir>/models`` by content hash)."""
+    from halo_model.tiny import build_tiny_model
+
+    return build_tiny_model()
+
+
+def noise_png(width: int, height: int, seed: int) -> bytes:
+    """A seeded random-pixel RGB PNG: distinct screenshots of any size for model-input tests."""
+    import io
+    import random
+
+    from PIL import Image
+
+    rng = random.Random(seed)
+    image = Image.frombytes("RGB", (width, height), rng.randbytes(width * height * 3))
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    return buf.getvalue()

@@ -7,7 +7,7 @@ one), the completion token ids, the per-token behaviour log-probs and the prompt
 
 Behaviour log-probs are vLLM's default ``raw_logprobs``: ``log_softmax`` of the model's logits at
 temperature 1, before temperature, top-p or the structured-output mask. The learner computes the
-same quantity (``halo_policy.logprobs``), so the importance ratio compares like with like.
+same quantity (``halo_model.logprobs``), so the importance ratio compares like with like.
 
 Adapters: each policy version is loaded under a new name ``<run>-v<k>`` and made current; the
 publisher unloads old versions itself, because only it knows which versions rollouts (of any

@@ -1,8 +1,8 @@
 """The one place that builds the policy's chat messages, for serving and for training alike.
 
-vLLM (through ``halo.policy_client``) and the learner (through ``halo_policy.logprobs``) both call
+vLLM (through ``halo.policy_client``) and the learner (through ``halo_model.inputs``) both call
 ``build_messages`` and render the result with the model's own chat template, so the token ids the
-learner rebuilds are the ones vLLM sampled from; ``halo_policy.logprobs`` asserts it.
+learner rebuilds are the ones vLLM sampled from; ``halo_model.inputs.build_batch`` asserts it.
 
 Layout (the Qwen3-VL computer-use cookbook's, written out here instead of passing ``tools=`` so
 no server flag or template branch can change it):

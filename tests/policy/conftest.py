@@ -1,4 +1,4 @@
-"""Fixtures of the policy tests: the tiny model, one real vLLM server per session, a real screenshot.
+"""Fixtures of the policy tests: one real vLLM server per session (serving the tiny model), a real screenshot.
 
 The server is started exactly as the local stack starts it (``python -m halo_policy``) on a free
 port, once per test session, and stopped at the end; tests that need it are marked ``vllm``.
@@ -21,13 +21,6 @@ from tests.conftest import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 600
-
-
-@pytest.fixture(scope="session")
-def tiny_model_dir() -> Path:
-    from halo_policy.tiny_model import build_tiny_model
-
-    return build_tiny_model()  # cached under <data_dir>/models by content hash
 
 
 def start_policy_server(model_dir: Path | str, log_path: Path, **env_overrides: str) -> tuple[subprocess.Popen, int]:

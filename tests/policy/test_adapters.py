@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 @pytest.fixture(scope="session")
 def adapter_dirs(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from halo_policy.adapters import random_adapter
+    from halo_model.lora import random_adapter
 
     root = tmp_path_factory.mktemp("adapters")
     return (

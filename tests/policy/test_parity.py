@@ -24,13 +24,13 @@ HISTORY = ["left_click(coordinate=[300, 180])", "type(text='Friday works')"]
 
 @pytest.fixture(scope="module")
 def processor(tiny_model_dir: Path):
-    from halo_policy.logprobs import load_processor
+    from halo_model.loading import load_processor
 
     return load_processor(tiny_model_dir)
 
 
 def _records(result: SampleResult, png: bytes, history: list[str] = HISTORY):
-    from halo_policy.logprobs import SampleRecord
+    from halo_model.inputs import SampleRecord
 
     return [SampleRecord(GOAL, history, [png], c.token_ids, result.prompt_token_ids) for c in result.candidates]
 
@@ -38,7 +38,9 @@ def _records(result: SampleResult, png: bytes, history: list[str] = HISTORY):
 def _max_diff(model, processor, result: SampleResult, png: bytes, *, grammar: bool) -> float:
     import torch
 
-    from halo_policy.logprobs import build_batch, completion_logprobs, grammar_masks
+    from halo_model.grammar import grammar_masks
+    from halo_model.inputs import build_batch
+    from halo_model.logprobs import completion_logprobs
 
     batch = build_batch(processor, _records(result, png))
     allowed = None
@@ -49,7 +51,6 @@ def _max_diff(model, processor, result: SampleResult, png: bytes, *, grammar: bo
             tool_call_regex(),
             [c.token_ids for c in result.candidates],
             cfg.text_config.vocab_size,
-            stop_token_ids=[processor.tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")],
         )
     ours = completion_logprobs(model, batch, allowed=allowed)
     worst = 0.0
@@ -61,11 +62,11 @@ def _max_diff(model, processor, result: SampleResult, png: bytes, *, grammar: bo
 
 @pytest.mark.parametrize("mode", ["off", "regex"])
 async def test_parity_without_adapter(vllm_server, tiny_model_dir, processor, screenshot_png, mode) -> None:
-    from halo_policy.logprobs import load_policy_model
+    from halo_model.loading import load_model
 
     async with PolicyClient.from_settings(vllm_server, structured_outputs=mode, max_tokens=48) as client:
         result = await client.sample_actions(screenshot_png, GOAL, HISTORY, n=4, seed=5)
-    model = load_policy_model(tiny_model_dir, dtype=vllm_server.resolved_dtype())
+    model = load_model(tiny_model_dir, dtype=vllm_server.resolved_dtype())
     diff = _max_diff(model, processor, result, screenshot_png, grammar=mode == "regex")
     print(f"parity base model, structured={mode}: max |logprob diff| = {diff:.2e}")
     assert diff < TOLERANCE
@@ -75,8 +76,8 @@ async def test_parity_without_adapter(vllm_server, tiny_model_dir, processor, sc
 async def test_parity_with_adapter(
     vllm_server: PolicySettings, tiny_model_dir, processor, screenshot_png, tmp_path, mode
 ) -> None:
-    from halo_policy.adapters import random_adapter
-    from halo_policy.logprobs import load_policy_model
+    from halo_model.loading import load_model
+    from halo_model.lora import random_adapter
 
     adapter = random_adapter(tiny_model_dir, tmp_path / "adapter", seed=3)
     name = f"parity{uuid.uuid4().hex[:6]}-v1"
@@ -89,14 +90,14 @@ async def test_parity_with_adapter(
             await client.unload_adapter(name)
     assert result.model == name
     assert [c.logprobs for c in result.candidates] != [c.logprobs for c in base.candidates]
-    model = load_policy_model(tiny_model_dir, adapter, dtype=vllm_server.resolved_dtype())
+    model = load_model(tiny_model_dir, adapter, dtype=vllm_server.resolved_dtype())
     diff = _max_diff(model, processor, result, screenshot_png, grammar=mode == "regex")
     print(f"parity with LoRA adapter, structured={mode}: max |logprob diff| = {diff:.2e}")
     assert diff < TOLERANCE
 
 
 async def test_a_different_prompt_is_refused(vllm_server, processor, screenshot_png) -> None:
-    from halo_policy.logprobs import PromptMismatch, build_batch
+    from halo_model.inputs import PromptMismatch, build_batch
 
     async with PolicyClient.from_settings(vllm_server, max_tokens=16) as client:
         result = await client.sample_actions(screenshot_png, GOAL, HISTORY, n=1, seed=1)
@@ -107,13 +108,15 @@ async def test_a_different_prompt_is_refused(vllm_server, processor, screenshot_
 async def test_gradients_flow_to_the_lora_weights_only(
     vllm_server, tiny_model_dir, processor, screenshot_png, tmp_path
 ):
-    from halo_policy.adapters import random_adapter
-    from halo_policy.logprobs import build_batch, completion_logprobs, load_policy_model
+    from halo_model.inputs import build_batch
+    from halo_model.loading import load_model
+    from halo_model.logprobs import completion_logprobs
+    from halo_model.lora import random_adapter
 
     async with PolicyClient.from_settings(vllm_server, max_tokens=16) as client:
         result = await client.sample_actions(screenshot_png, GOAL, HISTORY, n=2, seed=2)
     adapter = random_adapter(tiny_model_dir, tmp_path / "a", seed=4)
-    model = load_policy_model(tiny_model_dir, adapter, trainable=True)
+    model = load_model(tiny_model_dir, adapter, trainable=True)
     batch = build_batch(processor, _records(result, screenshot_png))
     logp = completion_logprobs(model, batch, grad=True)
     (-(logp.sum())).backward()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
-from halo_policy.server import build_command, build_env, resolve_model
+from halo_policy.server import build_command, build_env, served_model
 
 
 def _arg(cmd: list[str], flag: str) -> str:
@@ -12,7 +12,7 @@ def _arg(cmd: list[str], flag: str) -> str:
 
 def test_cpu_target_serves_the_tiny_model_in_float32_with_runtime_lora() -> None:
     s = PolicySettings(target="cpu", port=8123)
-    model = resolve_model(s, build=False)
+    model = served_model(s, build=False)
     cmd = build_command(s, model)
     assert cmd[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
     assert "tiny-qwen3vl-" in _arg(cmd, "--model")
@@ -31,7 +31,7 @@ def test_cpu_target_serves_the_tiny_model_in_float32_with_runtime_lora() -> None
 
 def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
     s = PolicySettings(target="gpu", gpu_memory_utilization=0.4, max_lora_rank=32, extra_args=("--enforce-eager",))
-    cmd = build_command(s, resolve_model(s))
+    cmd = build_command(s, served_model(s))
     assert _arg(cmd, "--model") == GPU_DEFAULT_MODEL
     assert _arg(cmd, "--dtype") == "bfloat16"
     assert _arg(cmd, "--gpu-memory-utilization") == "0.4"
@@ -43,4 +43,4 @@ def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
 
 
 def test_explicit_model_wins() -> None:
-    assert resolve_model(PolicySettings(model="/models/mine")) == "/models/mine"
+    assert served_model(PolicySettings(model="/models/mine")) == "/models/mine"

@@ -31,7 +31,7 @@ from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
 from halo.settings.reward import RewardSettings
 from halo.settings.sites import SitesSettings
 from halo.settings.trainer import TrainerSettings
-from halo_policy.server import resolve_model
+from halo_policy.server import served_model
 from halo_trainer.config import load_defaults, profile_for, resolve
 from halo_trainer.runs import learner_model, same_model
 
@@ -173,7 +173,7 @@ class Stack:
                 s = SETTINGS[module](_env_file=None)
                 self.settings[name] = s
                 if isinstance(s, PolicySettings):
-                    self.derived[name] = {"model": resolve_model(s, build=False)}
+                    self.derived[name] = {"model": served_model(s, build=False)}
                 elif isinstance(s, TrainerSettings):
                     self.derived[name] = {"model": learner_model(s, build=False)}
 

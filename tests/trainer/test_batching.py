@@ -118,8 +118,9 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
     from halo.schemas import Action
     from halo.screenshots import ScreenshotStore
     from halo.settings.trainer import LearnerConfig
-    from halo_policy.logprobs import PromptMismatch, load_processor, prompt_inputs
-    from halo_policy.tiny_model import build_tiny_model
+    from halo_model.inputs import PromptMismatch, prompt_inputs
+    from halo_model.loading import load_model, load_processor
+    from halo_model.tiny import build_tiny_model
     from halo_trainer.batching import learner_batch
     from halo_trainer.learner import Learner
 
@@ -148,7 +149,7 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
         )
         for i, ids in enumerate(completions)
     ]
-    learner = Learner.from_pretrained(model_dir, LearnerConfig(lora_r=4, lora_alpha=8))
+    learner = Learner(load_model(model_dir), LearnerConfig(lora_r=4, lora_alpha=8))
     kw = {"use_behaviour_logprobs": True}
     regex = [
         t.model_copy(update={"sampling": OFF.model_copy(update={"structured_outputs": "regex"})}) for t in transitions

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from halo.schemas import RunSpec
 from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import LearnerConfig, TrainerSettings
-from halo_policy.tiny_model import default_model_dir
+from halo_model.tiny import default_model_dir
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 from halo_trainer.runs import learner_model, same_model
 

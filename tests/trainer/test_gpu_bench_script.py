@@ -48,8 +48,8 @@ def test_the_random_model_is_built_wholly_in_the_requested_dtype() -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from gpu_learner_8b import DIMS, random_model
 
-    from halo_policy.logprobs import load_processor
-    from halo_policy.tiny_model import build_tiny_model
+    from halo_model.loading import load_processor
+    from halo_model.tiny import build_tiny_model
 
     tokenizer = load_processor(build_tiny_model()).tokenizer
     model = random_model(DIMS["tiny"], tokenizer, torch.bfloat16, "cpu")

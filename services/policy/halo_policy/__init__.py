@@ -1,1 +1,1 @@
-"""HALO policy service: how vLLM is launched (GPU and CPU), and the tiny Qwen3-VL builder."""
+"""HALO policy service: how vLLM is launched (GPU and CPU); the model side is ``halo_model``."""

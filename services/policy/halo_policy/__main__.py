@@ -16,7 +16,8 @@ from pathlib import Path
 from halo.logging import setup_logging
 from halo.settings import log_settings
 from halo.settings.policy import PolicySettings
-from halo_policy.server import build_command, resolve_model, serve
+from halo_model.tiny import build_tiny_model
+from halo_policy.server import build_command, serve, served_model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,13 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = PolicySettings()
     logger = setup_logging("policy", settings.log_level)
     if args.cmd == "build-tiny":
-        from halo_policy.tiny_model import build_tiny_model
-
         seed = settings.tiny_seed if args.seed is None else args.seed
         sys.stdout.write(f"{build_tiny_model(args.out, seed=seed)}\n")
         return 0
     if args.cmd == "command":
-        sys.stdout.write(shlex.join(build_command(settings, resolve_model(settings, build=False))) + "\n")
+        sys.stdout.write(shlex.join(build_command(settings, served_model(settings, build=False))) + "\n")
         return 0
     log_settings(settings, logger)
     return serve(settings)

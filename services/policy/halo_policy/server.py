@@ -1,9 +1,9 @@
 """Launch vLLM's OpenAI-compatible server for either target, from ``PolicySettings``.
 
-The whole service is this file's ``serve`` loop: resolve the model (building the tiny one on the
-CPU target), start vLLM as a child process, wait for ``/health``, warm it up (the first request is
-far slower than the rest), report where it listens, then supervise the child until it exits or we
-are told to stop. vLLM's own server does the serving; nothing here sits on the request path.
+The whole service is this file's ``serve`` loop: resolve the model (``halo_model.resolution``,
+which builds the tiny one on the CPU target), start vLLM as a child process, wait for ``/health``,
+warm it up (the first request is far slower than the rest), report where it listens, then
+supervise the child until it exits or we are told to stop. vLLM's own server does the serving; nothing here sits on the request path.
 
 CPU (embedded default): vLLM's CPU build with the tiny Qwen3-VL in float32 (exact log-prob parity
 with the learner). GPU: Qwen/Qwen3-VL-8B-Instruct in bfloat16, ``--gpu-memory-utilization`` leaving
@@ -28,7 +28,8 @@ import time
 from collections import deque
 from threading import Thread
 
-from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
+from halo.settings.policy import PolicySettings
+from halo_model.resolution import resolve_model
 
 logger = logging.getLogger("halo.policy.server")
 
@@ -37,17 +38,9 @@ class PolicyServerError(RuntimeError):
     """The vLLM server could not be started (the message says why)."""
 
 
-def resolve_model(settings: PolicySettings, *, build: bool = True) -> str:
-    """The model path or name vLLM serves; on the CPU target, builds the tiny model when needed."""
-    if settings.model:
-        return settings.model
-    if settings.target == "gpu":
-        return GPU_DEFAULT_MODEL
-    from halo_policy.tiny_model import build_tiny_model, default_model_dir
-
-    if not build:
-        return str(default_model_dir(seed=settings.tiny_seed))
-    return str(build_tiny_model(seed=settings.tiny_seed))
+def served_model(settings: PolicySettings, *, build: bool = True) -> str:
+    """The model path or name vLLM serves (``build=False``: only name the tiny model's folder)."""
+    return resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed, build=build)
 
 
 def build_command(settings: PolicySettings, model: str) -> list[str]:
@@ -152,7 +145,7 @@ def serve(settings: PolicySettings | None = None) -> int:
     """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
     settings = settings or PolicySettings()
     try:
-        model = resolve_model(settings)
+        model = served_model(settings)
     except Exception as exc:
         logger.error("could not prepare the model: %s: %s", type(exc).__name__, exc)
         return 2

@@ -11,13 +11,10 @@ import torch
 from halo.prompts import tool_call_regex
 from halo.schemas import GroupMode, Transition
 from halo.screenshots import ScreenshotStore
-from halo_policy.logprobs import SampleRecord, build_batch, grammar_masks
+from halo_model.grammar import grammar_masks
+from halo_model.inputs import SampleRecord, build_batch
 from halo_trainer.learner import LearnerBatch
 from halo_trainer.objective import group_advantages
-
-# The tokens that end a completion in vLLM (the tiny model's and Qwen3-VL's generation config):
-# the grammar's end, as vLLM's structured-output backend is told.
-STOP_TOKENS = ("<|im_end|>", "<|endoftext|>")
 
 
 @dataclass
@@ -117,14 +114,7 @@ def learner_batch(
     if grammar is not None:
         if vocab_size is None:
             raise ValueError("a grammar needs the model's vocab_size")
-        tokenizer = processor.tokenizer
-        allowed = grammar_masks(
-            tokenizer,
-            grammar,
-            [t.completion_token_ids for t in transitions],
-            vocab_size,
-            stop_token_ids=[tokenizer.convert_tokens_to_ids(s) for s in STOP_TOKENS],
-        )
+        allowed = grammar_masks(processor.tokenizer, grammar, [t.completion_token_ids for t in transitions], vocab_size)
     return LearnerBatch(
         inputs=inputs,
         advantages=torch.tensor(list(advantage), dtype=torch.float32),

@@ -8,14 +8,13 @@ One ``Learner.update(batch)`` is one optimiser step:
    current log-probs with grad, the objective of ``halo_trainer.objective``, backward,
 3. clip the LoRA gradient, AdamW step, learning-rate schedule step.
 
-The LoRA adapter covers the language model only: vLLM applies a Qwen3-VL adapter to the language
-model and drops vision-tower keys, so training the vision tower would make the served policy differ
-from the trained one. ``save_adapter`` writes exactly what vLLM's ``/v1/load_lora_adapter`` reads.
+The LoRA adapter covers the language model only (``halo_model.lora`` says why); ``save_adapter``
+writes exactly what vLLM's ``/v1/load_lora_adapter`` reads.
 
-Inputs and per-token log-probs are the policy package's (``halo_policy.logprobs``): its
-``build_batch`` rebuilds each prompt and refuses one whose token ids differ from vLLM's, and its
-``completion_logprobs`` is tested for parity with vLLM's behaviour log-probs (structured-output
-masks included). The learner takes that function as ``logprob_fn`` and reads the entropy metric
+Inputs and per-token log-probs are the model library's (``halo_model``): ``inputs.build_batch``
+rebuilds each prompt and refuses one whose token ids differ from vLLM's, and
+``logprobs.completion_logprobs`` is tested for parity with vLLM's behaviour log-probs
+(structured-output masks included). The learner takes that function as ``logprob_fn`` and reads the entropy metric
 from the logits it computes (a forward hook on ``lm_head``), so nothing is computed twice.
 """
 
@@ -24,120 +23,24 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-from peft import LoraConfig, PeftModel, get_peft_model, set_peft_model_state_dict
+from peft import PeftModel, get_peft_model, set_peft_model_state_dict
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
-from halo_policy.logprobs import PolicyBatch
-from halo_policy.logprobs import completion_logprobs as policy_completion_logprobs
+from halo_model.inputs import PolicyBatch, select_rows
+from halo_model.logprobs import base_model, completion_logprobs
+from halo_model.lora import lora_config
 from halo_trainer.objective import LossStats, entropy_from_logits, policy_loss
 
 logger = logging.getLogger(__name__)
 
-IMAGE_TOKEN_TYPE = 1  # Qwen3-VL's mm_token_type_ids: 0 text, 1 image, 2 video
-
 # (model, batch, *, grad, allowed) -> per-completion-token log-probs [B, C], 0 off the mask
 LogprobFn = Callable[..., Tensor]
-
-
-def language_model_targets(modules: Sequence[str]) -> str:
-    """A PEFT ``target_modules`` regex matching the given linear layers inside ``language_model`` only."""
-    return r".*\.language_model\..*\.(" + "|".join(modules) + r")$"
-
-
-def image_rows(batch: PolicyBatch, spatial_merge_size: int) -> list[int]:
-    """The row each image of ``batch`` belongs to, from the image tokens each row holds."""
-    per_row = (batch.mm_token_type_ids == IMAGE_TOKEN_TYPE).sum(-1).tolist()
-    owner: list[int] = []
-    row = 0
-    for t, h, w in batch.image_grid_thw.tolist():
-        tokens = t * h * w // spatial_merge_size**2
-        while row < len(per_row) and per_row[row] == 0:
-            row += 1
-        if row == len(per_row) or per_row[row] < tokens:
-            raise ValueError("image_grid_thw does not match the image tokens in the batch")
-        owner.append(row)
-        per_row[row] -= tokens
-    if any(per_row):
-        raise ValueError("the batch holds image tokens without an image in image_grid_thw")
-    return owner
-
-
-def select_rows(batch: PolicyBatch, rows: Sequence[int], spatial_merge_size: int) -> PolicyBatch:
-    """The given rows of a batch, with their own images' patches."""
-    index = torch.as_tensor(list(rows), dtype=torch.long, device=batch.input_ids.device)
-    picked = {
-        f.name: getattr(batch, f.name)[index]
-        for f in fields(batch)
-        if f.name not in ("pixel_values", "image_grid_thw", "prompt_lengths")
-    }
-    picked["prompt_lengths"] = [batch.prompt_lengths[r] for r in rows]
-    if batch.image_grid_thw is None or batch.pixel_values is None or batch.image_grid_thw.numel() == 0:
-        return PolicyBatch(**picked, pixel_values=batch.pixel_values, image_grid_thw=batch.image_grid_thw)
-    owner = image_rows(batch, spatial_merge_size)
-    starts = [0]
-    for n in batch.image_grid_thw.prod(-1).tolist():
-        starts.append(starts[-1] + n)
-    wanted = set(rows)
-    keep = [i for i, row in enumerate(owner) if row in wanted]
-    if not keep:
-        return PolicyBatch(**picked, pixel_values=None, image_grid_thw=None)
-    patches = torch.cat([torch.arange(starts[i], starts[i + 1]) for i in keep]).to(batch.pixel_values.device)
-    return PolicyBatch(**picked, pixel_values=batch.pixel_values[patches], image_grid_thw=batch.image_grid_thw[keep])
-
-
-def batch_from_token_ids(
-    prompts: Sequence[Sequence[int]],
-    completions: Sequence[Sequence[int]],
-    *,
-    pad_token_id: int,
-    image_token_id: int,
-    pixel_values: Tensor | None = None,
-    image_grid_thw: Tensor | None = None,
-) -> PolicyBatch:
-    """A right-padded ``PolicyBatch`` from token ids and ready pixels, laid out as ``halo_policy.logprobs.build_batch``.
-
-    For callers that already hold model inputs; ``build_batch`` (which also checks that the prompt
-    is the one vLLM saw) is the way from transitions.
-    """
-    if len(prompts) != len(completions) or not prompts:
-        raise ValueError(f"{len(prompts)} prompts for {len(completions)} completions")
-    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-        if not prompt or not completion:
-            raise ValueError(f"row {i}: empty prompt or completion")
-    batch = len(prompts)
-    width = max(len(p) + len(c) for p, c in zip(prompts, completions, strict=True))
-    max_completion = max(len(c) for c in completions)
-    input_ids = torch.full((batch, width), pad_token_id, dtype=torch.long)
-    attention = torch.zeros((batch, width), dtype=torch.long)
-    completion_ids = torch.zeros((batch, max_completion), dtype=torch.long)
-    completion_mask = torch.zeros((batch, max_completion), dtype=torch.bool)
-    positions = torch.zeros((batch, max_completion), dtype=torch.long)
-    prompt_part = torch.zeros((batch, width), dtype=torch.bool)  # image tokens count only in prompts
-    for b, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-        row = list(prompt) + list(completion)
-        prompt_part[b, : len(prompt)] = True
-        input_ids[b, : len(row)] = torch.tensor(row)
-        attention[b, : len(row)] = 1
-        completion_ids[b, : len(completion)] = torch.tensor(list(completion))
-        completion_mask[b, : len(completion)] = True
-        positions[b, : len(completion)] = torch.arange(len(prompt), len(row))
-    return PolicyBatch(
-        input_ids=input_ids,
-        attention_mask=attention,
-        mm_token_type_ids=((input_ids == image_token_id) & prompt_part).int() * IMAGE_TOKEN_TYPE,
-        pixel_values=pixel_values,
-        image_grid_thw=image_grid_thw,
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        completion_positions=positions,
-        prompt_lengths=[len(p) for p in prompts],
-    )
 
 
 @dataclass
@@ -147,7 +50,7 @@ class LearnerBatch:
     ``behaviour_logprobs[i, j]`` is the log-prob vLLM reported for completion token ``j`` of row
     ``i`` (``Transition.behaviour_logprobs``, right-padded like ``inputs.completion_ids``); without
     it the learner's own detached log-probs stand in (ratio 1). ``allowed`` is the structured-output
-    mask of ``halo_policy.logprobs.grammar_masks`` when vLLM sampled under a grammar.
+    mask of ``halo_model.grammar.grammar_masks`` when vLLM sampled under a grammar.
     """
 
     inputs: PolicyBatch
@@ -178,8 +81,7 @@ class LearnerBatch:
 
 
 def _lm_head(model: nn.Module) -> nn.Module | None:
-    base = model.get_base_model() if isinstance(model, PeftModel) else model
-    return getattr(base, "lm_head", None)
+    return getattr(base_model(model), "lm_head", None)
 
 
 def logprobs_and_entropy(
@@ -210,20 +112,13 @@ def logprobs_and_entropy(
 class Learner:
     """LoRA policy-gradient learner over a transformers Qwen3-VL model (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = policy_completion_logprobs):
+    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = completion_logprobs):
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
         self.config = config
         self.logprob_fn = logprob_fn
         model.requires_grad_(False)
-        lora = LoraConfig(
-            r=config.lora_r,
-            lora_alpha=config.lora_alpha,
-            target_modules=language_model_targets(config.lora_target_modules),
-            # Dropout would make the learner's log-probs differ from the sampler's (ratio != 1 on-policy).
-            lora_dropout=0.0,
-            bias="none",
-        )
+        lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules)
         self.model: PeftModel = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -246,21 +141,6 @@ class Learner:
         self._merge: int = base_config.vision_config.spatial_merge_size
         self._vision_token_ids = [base_config.image_token_id, base_config.video_token_id]
         self.model.eval()
-
-    @classmethod
-    def from_pretrained(
-        cls,
-        model_path: str | Path,
-        config: LearnerConfig,
-        *,
-        dtype: torch.dtype = torch.float32,
-        device: str | torch.device = "cpu",
-        logprob_fn: LogprobFn = policy_completion_logprobs,
-    ) -> Learner:
-        from transformers import Qwen3VLForConditionalGeneration
-
-        model = Qwen3VLForConditionalGeneration.from_pretrained(str(model_path), dtype=dtype).to(device)
-        return cls(model, config, logprob_fn=logprob_fn)
 
     @property
     def vocab_size(self) -> int:

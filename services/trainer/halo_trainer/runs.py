@@ -22,9 +22,9 @@ from halo.policy_client import PolicyClient
 from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
-from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
+from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 
@@ -37,18 +37,9 @@ class ModelMismatch(RuntimeError):
 
 
 def learner_model(settings: TrainerSettings, *, build: bool) -> str:
-    """The model the learner loads: the trainer's own setting, else its target's default.
-
-    On the cpu target that is the tiny Qwen3-VL, which the builder makes deterministically (same
-    folder, same weights as the policy service's), so the trainer finds or builds it itself.
-    """
-    if settings.model:
-        return settings.model
-    if settings.target == "gpu":
-        return GPU_DEFAULT_MODEL
-    from halo_policy.tiny_model import build_tiny_model, default_model_dir
-
-    return str(build_tiny_model() if build else default_model_dir())
+    """The model the learner loads: the trainer's own setting, else its target's default (the tiny
+    Qwen3-VL on the cpu target, found or built exactly as the policy service finds or builds it)."""
+    return resolve_model(settings.model, settings.target, build=build)
 
 
 def same_model(a: str, b: str) -> bool:
@@ -176,13 +167,13 @@ class RunManager:
         self.active[cfg.run_id] = (task, stop)
 
     def _learner_parts(self, cfg: RunConfig):
-        from halo_policy.logprobs import load_processor
+        from halo_model.loading import load_model, load_processor
         from halo_trainer.learner import Learner
 
         model_path = learner_model(self.settings, build=True)
         processor = load_processor(model_path)
         learner_cfg = cfg.learner_config(self.settings.learner)
-        learner = Learner.from_pretrained(model_path, learner_cfg, device=self.settings.resolved_device())
+        learner = Learner(load_model(model_path, device=self.settings.resolved_device()), learner_cfg)
         return learner, processor
 
     async def check_served_model(self) -> None:

@@ -1,23 +1,12 @@
-"""Recompute, with transformers (+ peft), the log-probs vLLM reported for sampled completions.
+"""The learner's model inputs, rebuilt exactly as vLLM saw them: the prompt parity check.
 
-The learner needs log pi(a|s) of the tokens vLLM sampled, under the weights it trains, with
-gradients. Two steps, both batched over a group:
+``build_batch`` rebuilds each prompt with ``halo.prompts`` and the model's own processor (chat
+template, image resize to the processor's ``max_pixels``), checks that its token ids are exactly
+vLLM's ``prompt_token_ids`` (``PromptMismatch`` otherwise: a wrong log-prob is worse than none),
+appends the completion tokens, right-pads, and returns the model inputs plus a completion mask
+(``PolicyBatch``). ``select_rows`` takes rows out of a batch with their own images (micro-batches).
 
-1. ``build_batch``: rebuild each prompt with ``halo.prompts`` and the model's own processor (chat
-   template, image resize to the processor's ``max_pixels``), check that its token ids are exactly
-   vLLM's ``prompt_token_ids`` (``PromptMismatch`` otherwise: a wrong log-prob is worse than none),
-   append the completion tokens, right-pad, and return the model inputs plus a completion mask.
-2. ``completion_logprobs``: one forward pass; the hidden state before each completion token goes
-   through ``lm_head``; ``log_softmax`` at ``temperature`` (1.0 = vLLM's default ``raw_logprobs``);
-   gather. Logits are only computed at completion positions (the 8B's vocab is 151k).
-
-Structured outputs: vLLM applies the grammar's token mask to the logits *before* it computes the
-log-probs it returns, so a constrained token's behaviour log-prob is renormalised over the allowed
-tokens. ``grammar_masks`` replays the same grammar with xgrammar (vLLM's backend) over each
-completion and gives the allowed-token mask per position, which ``completion_logprobs`` applies
-when passed ``allowed=``. Without structured outputs (the 8B default) no mask is needed.
-
-torch, transformers and peft are imported lazily here so that ``halo`` stays importable without.
+torch and transformers are imported lazily here so that ``halo_model`` stays importable without.
 """
 
 from __future__ import annotations
@@ -26,7 +15,6 @@ import hashlib
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from halo.prompts import DEFAULT_HISTORY_LIMIT, build_messages
@@ -35,6 +23,8 @@ from halo.schemas.env import Viewport
 
 if TYPE_CHECKING:
     import torch
+
+IMAGE_TOKEN_TYPE = 1  # Qwen3-VL's mm_token_type_ids: 0 text, 1 image, 2 video
 
 
 class PromptMismatch(AssertionError):
@@ -81,48 +71,6 @@ class PolicyBatch:
 
 def _move(value: Any, device: Any) -> Any:
     return value.to(device) if hasattr(value, "to") else value
-
-
-# --- loading -------------------------------------------------------------------------------------
-def load_processor(model_path: str | Path, **processor_kwargs: Any) -> Any:
-    """The model's processor (tokenizer, chat template, image processor), exactly as vLLM loads it.
-
-    ``processor_kwargs`` must equal the server's ``--mm-processor-kwargs`` when it sets any.
-    """
-    from transformers import AutoProcessor
-
-    return AutoProcessor.from_pretrained(str(model_path), **processor_kwargs)
-
-
-def load_policy_model(
-    model_path: str | Path,
-    adapter_path: str | Path | None = None,
-    *,
-    dtype: str = "float32",
-    device: str = "cpu",
-    trainable: bool = False,
-) -> Any:
-    """Qwen3-VL (optionally with a PEFT LoRA adapter) in ``dtype``, in eval mode.
-
-    Use the dtype the server uses: float32 on the CPU target (``PolicySettings.resolved_dtype``).
-    ``trainable=True`` leaves the adapter's LoRA weights trainable (the learner's case).
-    """
-    import torch
-    from transformers import Qwen3VLForConditionalGeneration
-
-    torch_dtype = getattr(torch, dtype)
-    model = Qwen3VLForConditionalGeneration.from_pretrained(str(model_path), dtype=torch_dtype).to(device)
-    if adapter_path is not None:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, str(adapter_path), is_trainable=trainable).to(device)
-    return model.eval()
-
-
-def _unwrap(model: Any) -> Any:
-    """The ``Qwen3VLForConditionalGeneration`` (LoRA layers stay injected in a PEFT model)."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
 
 
 # --- inputs --------------------------------------------------------------------------------------
@@ -226,70 +174,40 @@ def build_batch(
     )
 
 
-# --- log-probs -----------------------------------------------------------------------------------
-def completion_logprobs(
-    model: Any,
-    batch: PolicyBatch,
-    *,
-    temperature: float = 1.0,
-    grad: bool = False,
-    allowed: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Per-token log-probs of the completion tokens: ``[B, C]`` float32, 0 where the mask is False.
+def image_rows(batch: PolicyBatch, spatial_merge_size: int) -> list[int]:
+    """The row each image of ``batch`` belongs to, from the image tokens each row holds."""
+    per_row = (batch.mm_token_type_ids == IMAGE_TOKEN_TYPE).sum(-1).tolist()
+    owner: list[int] = []
+    row = 0
+    for t, h, w in batch.image_grid_thw.tolist():
+        tokens = t * h * w // spatial_merge_size**2
+        while row < len(per_row) and per_row[row] == 0:
+            row += 1
+        if row == len(per_row) or per_row[row] < tokens:
+            raise ValueError("image_grid_thw does not match the image tokens in the batch")
+        owner.append(row)
+        per_row[row] -= tokens
+    if any(per_row):
+        raise ValueError("the batch holds image tokens without an image in image_grid_thw")
+    return owner
 
-    ``temperature=1`` matches vLLM's ``raw_logprobs``. ``allowed`` (``[B, C, V]`` bool, from
-    ``grammar_masks``) renormalises over the tokens a structured-output grammar allowed.
-    ``grad=True`` keeps the graph (the learner's policy-gradient step).
-    """
+
+def select_rows(batch: PolicyBatch, rows: Sequence[int], spatial_merge_size: int) -> PolicyBatch:
+    """The given rows of a batch, with their own images' patches (every prompt holds a screenshot)."""
     import torch
 
-    core = _unwrap(model)
-    context = torch.enable_grad() if grad else torch.no_grad()
-    with context:
-        hidden = core.model(**batch.model_inputs(), use_cache=False).last_hidden_state  # [B, L, H]
-        # The token at position t is predicted by the hidden state at t - 1.
-        index = (batch.completion_positions - 1).clamp(min=0)
-        picked = torch.gather(hidden, 1, index.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
-        logits = core.lm_head(picked).float()  # [B, C, V]
-        if temperature != 1.0:
-            logits = logits / temperature
-        if allowed is not None:
-            logits = logits.masked_fill(~allowed[..., : logits.shape[-1]], float("-inf"))
-        logp = torch.log_softmax(logits, dim=-1)
-        out = torch.gather(logp, 2, batch.completion_ids.unsqueeze(-1)).squeeze(-1)
-        return out.masked_fill(~batch.completion_mask, 0.0)
-
-
-def grammar_masks(
-    tokenizer: Any,
-    regex: str,
-    completions: Sequence[Sequence[int]],
-    vocab_size: int,
-    stop_token_ids: Sequence[int],
-) -> torch.Tensor:
-    """Allowed-token masks ``[B, C, vocab_size]`` of a regex grammar along each completion.
-
-    Replays xgrammar exactly as vLLM's structured-output backend drives it (``from_huggingface``
-    tokenizer info over the model's vocab size, the request's stop tokens as the grammar's end).
-    Positions after the grammar terminates (and padding) allow everything.
-    """
-    import torch
-    import xgrammar as xgr
-
-    info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
-    compiled = xgr.GrammarCompiler(info, max_threads=1).compile_regex(regex)
-    width = max(len(c) for c in completions)
-    allowed = torch.ones((len(completions), width, vocab_size), dtype=torch.bool)
-    bitmask = xgr.allocate_token_bitmask(1, vocab_size)
-    for b, completion in enumerate(completions):
-        matcher = xgr.GrammarMatcher(compiled, override_stop_tokens=list(stop_token_ids))
-        for t, token in enumerate(completion):
-            if matcher.is_terminated():
-                break
-            matcher.fill_next_token_bitmask(bitmask)
-            row = torch.zeros((1, vocab_size), dtype=torch.float32)
-            xgr.apply_token_bitmask_inplace(row, bitmask)  # disallowed -> -inf
-            allowed[b, t] = torch.isfinite(row[0])
-            if not matcher.accept_token(int(token)):
-                raise ValueError(f"completion {b}: token {token} at {t} is not allowed by the grammar")
-    return allowed
+    index = torch.as_tensor(list(rows), dtype=torch.long, device=batch.input_ids.device)
+    picked = {
+        f.name: getattr(batch, f.name)[index]
+        for f in fields(batch)
+        if f.name not in ("pixel_values", "image_grid_thw", "prompt_lengths")
+    }
+    picked["prompt_lengths"] = [batch.prompt_lengths[r] for r in rows]
+    owner = image_rows(batch, spatial_merge_size)
+    starts = [0]
+    for n in batch.image_grid_thw.prod(-1).tolist():
+        starts.append(starts[-1] + n)
+    wanted = set(rows)
+    keep = [i for i, row in enumerate(owner) if row in wanted]
+    patches = torch.cat([torch.arange(starts[i], starts[i + 1]) for i in keep]).to(batch.pixel_values.device)
+    return PolicyBatch(**picked, pixel_values=batch.pixel_values[patches], image_grid_thw=batch.image_grid_thw[keep])

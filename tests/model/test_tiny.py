@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from halo_policy.tiny_model import SPECIAL_TOKENS, TinyModelParams, build_tiny_model, cache_key, default_model_dir
+from halo_model.tiny import SPECIAL_TOKENS, TinyModelParams, build_tiny_model, cache_key, default_model_dir
 
 
 def _digest(path: Path) -> str:

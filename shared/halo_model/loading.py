@@ -1,0 +1,45 @@
+"""Load the policy model and its processor: the one loader of the learner, the parity tests and the tools.
+
+torch, transformers and peft are imported inside the functions so that importing ``halo_model``
+costs nothing where only the model's name is needed (the vLLM launcher on the GPU target).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def load_processor(model_path: str | Path, **processor_kwargs: Any) -> Any:
+    """The model's processor (tokenizer, chat template, image processor), exactly as vLLM loads it.
+
+    ``processor_kwargs`` must equal the server's ``--mm-processor-kwargs`` when it sets any.
+    """
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(str(model_path), **processor_kwargs)
+
+
+def load_model(
+    model_path: str | Path,
+    adapter_path: str | Path | None = None,
+    *,
+    dtype: str = "float32",
+    device: str = "cpu",
+    trainable: bool = False,
+) -> Any:
+    """Qwen3-VL (optionally with a PEFT LoRA adapter) in ``dtype`` on ``device``, in eval mode.
+
+    Use the dtype the server uses to compare with its log-probs: float32 on the CPU target
+    (``PolicySettings.resolved_dtype``). ``trainable=True`` leaves the adapter's LoRA weights
+    trainable. The learner passes no adapter: it adds its own.
+    """
+    import torch
+    from transformers import Qwen3VLForConditionalGeneration
+
+    model = Qwen3VLForConditionalGeneration.from_pretrained(str(model_path), dtype=getattr(torch, dtype)).to(device)
+    if adapter_path is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, str(adapter_path), is_trainable=trainable).to(device)
+    return model.eval()
