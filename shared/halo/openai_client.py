@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from halo.actions import parse_action
 from halo.policy_client import Candidate
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages
 from halo.schemas.actions import Action
@@ -100,7 +99,4 @@ class OpenAIChatClient:
         """The `gpt` baseline: one action from the same prompt the policy sees (no token ids)."""
         shots = [screenshot_png] if isinstance(screenshot_png, bytes | bytearray) else list(screenshot_png)
         messages = openai_messages(goal, history, shots, viewport=self.viewport, history_limit=self.history_limit)
-        text = await self.chat(messages, temperature=temperature, max_tokens=max_tokens)
-        parsed = parse_action(text)
-        action, error = (parsed, None) if isinstance(parsed, Action) else (None, parsed)
-        return Candidate(index=0, text=text, action=action, parse_error=error, token_ids=[], logprobs=[])
+        return Candidate.parse(0, await self.chat(messages, temperature=temperature, max_tokens=max_tokens))

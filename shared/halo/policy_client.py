@@ -60,6 +60,28 @@ class Candidate(BaseModel):
     logprobs: list[float]  # one per token in token_ids (behaviour log-probs, temperature 1)
     finish_reason: str | None = None
 
+    @classmethod
+    def parse(
+        cls,
+        index: int,
+        text: str,
+        token_ids: Sequence[int] = (),
+        logprobs: Sequence[float] = (),
+        finish_reason: str | None = None,
+    ) -> Candidate:
+        """The candidate for the answer ``text``: its action, or why it is not one."""
+        parsed = parse_action(text)
+        action, error = (parsed, None) if isinstance(parsed, Action) else (None, parsed)
+        return cls(
+            index=index,
+            text=text,
+            action=action,
+            parse_error=error,
+            token_ids=list(token_ids),
+            logprobs=list(logprobs),
+            finish_reason=finish_reason,
+        )
+
 
 class SampleResult(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -81,17 +103,7 @@ def _parse_candidate(index: int, choice: dict[str, Any]) -> Candidate:
             f"candidate {index}: {len(token_ids)} token ids but {len(logprobs)} logprobs; "
             "is the server a vLLM with return_token_ids support?",
         )
-    parsed = parse_action(text)
-    action, error = (parsed, None) if isinstance(parsed, Action) else (None, parsed)
-    return Candidate(
-        index=index,
-        text=text,
-        action=action,
-        parse_error=error,
-        token_ids=token_ids,
-        logprobs=logprobs,
-        finish_reason=choice.get("finish_reason"),
-    )
+    return Candidate.parse(index, text, token_ids, logprobs, choice.get("finish_reason"))
 
 
 # --- vLLM policy client ---------------------------------------------------------------------------
