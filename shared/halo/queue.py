@@ -9,6 +9,8 @@ Guarantees, and how they are kept:
   skips a message whose ``dedup_id`` is already marked done, and marks it done together with the
   ack (one MULTI). Handlers must still make their own side effect idempotent for the narrow window
   between the side effect and the mark (e.g. write results with HSETNX keyed by the same id).
+  A consumer that acknowledges later, in batches (the run loop, after a checkpoint), uses
+  ``ack_many`` and ``is_done`` directly: the queue stays the only code that acknowledges or marks.
 - Poison messages: a message delivered more than ``max_deliveries`` times, or one that does not
   parse, is moved to ``<stream>:dead`` with the reason, and acknowledged on the main stream.
 - Bounded memory: XADD trims the stream to about ``maxlen`` entries (keep it far above the number
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -43,7 +45,11 @@ class Delivery(Generic[M]):
 
 
 class StreamQueue(Generic[M]):
-    """A typed queue over one Redis stream and one consumer group."""
+    """A typed queue over one Redis stream and one consumer group.
+
+    ``done_ttl_s``: how long a done-mark is kept (``None``: as long as the Redis data), i.e. how
+    late a duplicate can still be recognised.
+    """
 
     def __init__(
         self,
@@ -55,7 +61,7 @@ class StreamQueue(Generic[M]):
         maxlen: int = 100_000,
         max_deliveries: int = 5,
         claim_idle_ms: int = 60_000,
-        done_ttl_s: int = 7 * 24 * 3600,
+        done_ttl_s: int | None = 7 * 24 * 3600,
     ) -> None:
         if max_deliveries < 1:
             raise ValueError("max_deliveries must be >= 1")
@@ -129,9 +135,22 @@ class StreamQueue(Generic[M]):
 
     async def ack(self, delivery: Delivery[M]) -> None:
         """Acknowledge after the side effect is durable, and mark the work done."""
+        await self.ack_many([delivery.entry_id], [delivery.dedup_id])
+
+    async def ack_many(self, entry_ids: Sequence[str], done_ids: Sequence[str] = ()) -> None:
+        """Acknowledge ``entry_ids`` and mark ``done_ids`` done in one MULTI (a crash leaves both or neither).
+
+        The two lists are independent and either may be empty: an entry whose work is dropped (a
+        duplicate, a failed attempt) is acknowledged without a mark, and a mark may cover work whose
+        entry was acknowledged before.
+        """
+        if not entry_ids and not done_ids:
+            return
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self._done_key(delivery.dedup_id), delivery.entry_id, ex=self.done_ttl_s)
-            pipe.xack(self.stream, self.group, delivery.entry_id)
+            for dedup_id in done_ids:
+                pipe.set(self._done_key(dedup_id), "1", ex=self.done_ttl_s)
+            if entry_ids:
+                pipe.xack(self.stream, self.group, *entry_ids)
             await pipe.execute()
 
     async def touch(self, consumer: str, delivery: Delivery[M]) -> None:
@@ -145,6 +164,7 @@ class StreamQueue(Generic[M]):
         )
 
     async def is_done(self, dedup_id: str) -> bool:
+        """Whether the work ``dedup_id`` names was marked done (by ``ack`` or ``ack_many``)."""
         return bool(await self.redis.exists(self._done_key(dedup_id)))
 
     async def process(
@@ -164,7 +184,7 @@ class StreamQueue(Generic[M]):
         handled = 0
         for delivery in await self.consume(consumer, count=count, block_ms=block_ms):
             if await self.is_done(delivery.dedup_id):
-                await self.redis.xack(self.stream, self.group, delivery.entry_id)
+                await self.ack_many([delivery.entry_id])
                 logger.info("%s: skipped duplicate %s", self.stream, delivery.dedup_id)
                 continue
             try:

@@ -80,7 +80,7 @@ def test_trainer_killed_mid_run_resumes_without_losing_or_double_counting(stack)
     # 16 episodes in jobs of one episode, 4 jobs per update: exactly 4 updates' worth, counted once
     assert status["episodes_done"] == 16 and status["updates"] == 4
     client = redis.Redis.from_url(stack.redis_url)
-    used = client.smembers(f"halo:run:{run_id}:used_jobs")
+    used = list(client.scan_iter(f"halo:run:{run_id}:results:done:*"))  # the results queue's done-marks
     assert len(used) == 16
     pending = client.xpending(f"halo:run:{run_id}:results", "learner")
     assert pending["pending"] == 0

@@ -105,7 +105,7 @@ def test_extra_workers_killed_repeatedly_the_run_finishes_and_no_browser_context
     # Every episode counted once: one episode per job here, each job's result used exactly once.
     assert status["episodes_done"] == EPISODES and status["updates"] == EPISODES // 4
     client = redis.Redis.from_url(stack.redis_url)
-    assert len(client.smembers(f"halo:run:{run_id}:used_jobs")) == EPISODES
+    assert len(list(client.scan_iter(f"halo:run:{run_id}:results:done:*"))) == EPISODES  # jobs marked used
     assert client.xpending(f"halo:run:{run_id}:results", "learner")["pending"] == 0
 
     # No browser context leaked: with the run over no job is live, so the env's session count goes

@@ -159,3 +159,19 @@ async def test_heartbeat_keeps_a_long_job_from_being_reclaimed(aredis, key_prefi
     await asyncio.sleep(0.2)  # the heartbeat stops: the job is reclaimable, heartbeats not counted
     [again] = await q.consume("thief", block_ms=10)
     assert again.entry_id == d.entry_id and again.deliveries == 2
+
+
+async def test_ack_many_acknowledges_and_marks_done_together_and_either_list_may_be_empty(aredis, key_prefix):
+    q = make_queue(aredis, key_prefix, done_ttl_s=None)
+    for job_id in ("a", "b", "c"):
+        await q.publish(Job(job_id=job_id), dedup_id=job_id)
+    a, b, c = await q.consume("learner", count=3, block_ms=100)
+    await q.ack_many([], [])  # nothing to do is not an error (an empty XACK or SET list would be)
+    await q.ack_many([a.entry_id], [])  # a dropped copy: acknowledged, its work not marked done
+    assert (await q.stats())["pending"] == 2 and not await q.is_done("a")
+    await q.ack_many([], ["x"])  # a mark for work whose entry was acknowledged earlier
+    assert await q.is_done("x")
+    await q.ack_many([b.entry_id, c.entry_id], ["b", "c"])
+    assert (await q.stats())["pending"] == 0
+    assert await q.is_done("b") and await q.is_done("c")
+    assert await aredis.ttl(f"{q.stream}:done:b") == -1  # done_ttl_s=None: kept, never expires

@@ -110,3 +110,11 @@ async def vllm_admin() -> AsyncIterator[AdminStandIn]:
     stand_in.server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+@pytest.fixture(scope="session")
+def base_model(tiny_model_dir):
+    """The tiny Qwen3-VL loaded once; every loop test's learner takes its own copy (``new_learner``)."""
+    from halo_model.loading import load_model
+
+    return load_model(tiny_model_dir)

@@ -37,7 +37,7 @@ async def app_client(redis_url: str, tmp_path) -> tuple[httpx.AsyncClient, RunMa
     settings = TrainerSettings()
     app = create_app(settings)
     redis = aioredis.from_url(redis_url)
-    manager = RunManager(settings, redis, None, ScreenshotStore(tmp_path / "shots"))
+    manager = RunManager(settings, redis, None, ScreenshotStore(tmp_path / "shots"), env=None)
     app.state.manager = manager
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer")
     return client, manager, redis

@@ -10,106 +10,36 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from halo.clients import EnvClient, RewardClient
-from halo.policy_client import PolicyClient
-from halo.schemas import EpisodeSummary, PolicyVersion, RolloutJob, RolloutResult, RunSpec
-from halo.screenshots import ScreenshotStore
-from halo.settings.trainer import TrainerSettings
+from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
 from halo_trainer import keys
-from halo_trainer.config import load_defaults, resolve
-from halo_trainer.learner import Learner
-from halo_trainer.loop import InfrastructureOutage, RunLoop
+from halo_trainer.loop import InfrastructureOutage
 from halo_trainer.rollout import Services
-from halo_trainer.worker import current_policy_reader, jobs_queue, results_queue, work
+from halo_trainer.streams import current_policy_reader
+from halo_trainer.worker import work
 from tests.conftest import free_port
-from tests.trainer.test_learner import config, tiny_model
-
-RUN = "faults-run"
-TIMEOUT_S = 120  # a guard against a hang (the bug this file is about), not a speed target
-
-
-def make_loop(redis: aioredis.Redis, tmp_path: Path, policy_url: str, *, outage_wait_s: float, **run) -> RunLoop:
-    settings = TrainerSettings(outage_wait_s=outage_wait_s, job_claim_idle_s=30)
-    spec = RunSpec(
-        domain="playground",
-        episodes=run.pop("episodes"),
-        num_generations=2,
-        max_steps=1,
-        eval_every=run.pop("eval_every", 0),
-        eval_episodes=run.pop("eval_episodes", 0),
-    )
-    defaults = load_defaults(settings.rl_config)
-    cfg = resolve(spec, RUN, ["local.playground-1"], defaults, "tiny")
-    cfg = cfg.model_copy(update={"jobs_per_update": 2, "sync_every": 1, "checkpoint_every": 1, **run})
-    return RunLoop(
-        cfg,
-        redis=redis,
-        policy=PolicyClient(policy_url, "halo-base", max_retries=0),
-        learner=Learner(tiny_model(), config()),
-        processor=None,  # results carry episodes but no transitions: nothing to tokenise
-        store=ScreenshotStore(tmp_path / "shots"),
-        run_dir=tmp_path / "run",
-        settings=settings,
-    )
-
-
-def episode(job: RolloutJob, success: bool | None = None) -> RolloutResult:
-    summary = EpisodeSummary(
-        run_id=job.run_id,
-        job_id=job.job_id,
-        episode_id=f"{job.job_id}-e0",
-        group_id=job.group_id,
-        task_id=job.task_id,
-        policy_version=job.policy.version,
-        purpose=job.purpose,
-        steps=1,
-        episode_return=0.0,
-        success=success,
-        valid_actions=1,
-    )
-    return RolloutResult(
-        job_id=job.job_id, run_id=job.run_id, purpose=job.purpose, policy_version=job.policy.version, episodes=[summary]
-    )
-
-
-def infra(job: RolloutJob, why: str) -> RolloutResult:
-    return RolloutResult(
-        job_id=job.job_id, run_id=job.run_id, purpose=job.purpose, policy_version=job.policy.version, infra_error=why
-    )
-
-
-async def scripted_worker(
-    redis: aioredis.Redis, loop: RunLoop, play: Callable, stop: asyncio.Event, seen: list[RolloutJob]
-) -> None:
-    """Takes jobs from the real job stream and publishes ``play(job)`` as a worker would."""
-    jobs = jobs_queue(redis, loop.settings)
-
-    async def handle(delivery) -> None:
-        job = delivery.message
-        seen.append(job)
-        result = await play(job)
-        await results_queue(redis, job.run_id).publish(result, dedup_id=job.job_id)
-
-    while not stop.is_set():
-        await jobs.process("scripted", handle, block_ms=200)
-
-
-async def published_job_ids(redis: aioredis.Redis) -> list[str]:
-    entries = await redis.xrange(keys.JOBS)
-    return [RolloutJob.model_validate_json(f[b"data"]).job_id for _, f in entries]
+from tests.trainer.loop_harness import (
+    RUN,
+    TIMEOUT_S,
+    episode,
+    infra,
+    make_loop,
+    published_job_ids,
+    results_pending,
+    scripted_worker,
+    used_job_ids,
+)
 
 
 async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_after_a_restart(
-    clean_redis, vllm_admin, tmp_path
+    clean_redis, vllm_admin, base_model, tmp_path
 ):
     redis = aioredis.from_url(clean_redis)
-    loop = make_loop(redis, tmp_path, vllm_admin.url, outage_wait_s=60, episodes=6, eval_every=3, eval_episodes=3)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=6, eval_every=3, eval_episodes=3)
     failed: list[str] = []
     restarted: list[PolicyVersion] = []
 
@@ -131,7 +61,7 @@ async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_aft
         return episode(job)
 
     stop, worker_stop, seen = asyncio.Event(), asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
     try:
         outcome = await asyncio.wait_for(loop.run(stop), TIMEOUT_S)
     finally:
@@ -143,10 +73,10 @@ async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_aft
     # Exact accounting: every train job published once, and each either used or replaced, never both.
     train_ids = [j for j in await published_job_ids(redis) if "-eval" not in j]
     assert len(train_ids) == len(set(train_ids)) == c.jobs_published == 9
-    used = {m.decode() for m in await redis.smembers(keys.used_jobs(RUN))}
+    used = await used_job_ids(redis)
     assert len(used) == 6 and set(failed) == set(train_ids) - used and c.infra_failed_jobs == len(failed) == 3
     assert c.inflight == {} and c.jobs_timed_out == 0
-    assert (await redis.xpending(keys.results(RUN), "learner"))["pending"] == 0
+    assert await results_pending(redis) == 0
     # The adapter vLLM lost in its restart was loaded again before training went on.
     [lost] = restarted
     assert vllm_admin.loads.count(lost.adapter_name) == 2
@@ -162,10 +92,12 @@ async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_aft
     await redis.aclose()
 
 
-async def test_a_permanent_outage_fails_the_run_after_the_configured_wait(clean_redis, vllm_admin, tmp_path):
+async def test_a_permanent_outage_fails_the_run_after_the_configured_wait(
+    clean_redis, vllm_admin, base_model, tmp_path
+):
     """Real workers, an env service that is down: every job fails, replacements go out, then the run fails."""
     redis = aioredis.from_url(clean_redis)
-    loop = make_loop(redis, tmp_path, vllm_admin.url, outage_wait_s=4, episodes=100)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, outage_wait_s=4, episodes=100)
     dead = f"http://127.0.0.1:{free_port()}"
     services = Services(
         env=EnvClient(dead, timeout_s=5),
@@ -190,16 +122,18 @@ async def test_a_permanent_outage_fails_the_run_after_the_configured_wait(clean_
     await redis.aclose()
 
 
-async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_after_the_wait(clean_redis, tmp_path):
+async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_after_the_wait(
+    clean_redis, base_model, tmp_path
+):
     redis = aioredis.from_url(clean_redis)
     dead_policy = f"http://127.0.0.1:{free_port()}"
-    loop = make_loop(redis, tmp_path, dead_policy, outage_wait_s=4, episodes=100)
+    loop = make_loop(redis, tmp_path / "run", dead_policy, base_model, outage_wait_s=4, episodes=100)
 
     async def play(job: RolloutJob) -> RolloutResult:
         return infra(job, f"policy server at {dead_policy} is not reachable")
 
     worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
     try:
         with pytest.raises(InfrastructureOutage, match="last failure: policy server: .* not reachable"):
             await asyncio.wait_for(loop.run(asyncio.Event()), TIMEOUT_S)
@@ -211,10 +145,12 @@ async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_
     await redis.aclose()
 
 
-async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(clean_redis, vllm_admin, tmp_path):
+async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(
+    clean_redis, vllm_admin, base_model, tmp_path
+):
     """The final checkpoint acknowledges results no update used (a stop while jobs only failed)."""
     redis = aioredis.from_url(clean_redis)
-    loop = make_loop(redis, tmp_path, vllm_admin.url, outage_wait_s=60, episodes=100)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=100)
     stop = asyncio.Event()
 
     async def play(job: RolloutJob) -> RolloutResult:
@@ -223,13 +159,13 @@ async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(c
         return infra(job, "env: 503 no browser context is free")
 
     worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
     try:
         assert await asyncio.wait_for(loop.run(stop), TIMEOUT_S) == "stopped"
     finally:
         worker_stop.set()
         await worker
     assert loop.c.updates == 0 and loop.c.infra_failed_jobs >= 1
-    assert loop.c.pending_entries == [] and await redis.scard(keys.used_jobs(RUN)) == 0
-    assert (await redis.xpending(keys.results(RUN), "learner"))["pending"] == 0
+    assert loop.c.pending_entries == [] and await used_job_ids(redis) == set()
+    assert await results_pending(redis) == 0
     await redis.aclose()

@@ -16,7 +16,6 @@ import redis.asyncio as aioredis
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import StreamingResponse
 
-from halo.clients import EnvClient
 from halo.logging import setup_logging
 from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
@@ -25,8 +24,7 @@ from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.metrics import MetricsLog
-from halo_trainer.runs import RunManager
-from halo_trainer.task_sets import TaskSetError, choose_tasks
+from halo_trainer.runs import RunManager, RunRefused
 from halo_trainer.worker import make_services, work
 
 
@@ -49,13 +47,13 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
         redis = aioredis.from_url(settings.redis_url)
         services = make_services(settings, redis)
         store = ScreenshotStore(settings.screenshots_dir)
-        manager = RunManager(settings, redis, services.policy, store)
+        manager = RunManager(settings, redis, services.policy, store, services.env)
         stop_workers = asyncio.Event()
         workers = [
             asyncio.create_task(work(f"trainer-worker-{i}", redis, services, settings, stop_workers))
             for i in range(settings.rollout_workers)
         ]
-        app.state.manager, app.state.env = manager, services.env
+        app.state.manager = manager
         await manager.resume_interrupted()
         try:
             yield
@@ -110,21 +108,10 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
 
     @app.post("/runs", status_code=201, response_model=RunStatus, dependencies=[Depends(authorize)], tags=["runs"])
     async def create_run(spec: RunSpec, request: Request) -> RunStatus:
-        mgr = manager(request)
-        if spec.algorithm.value != "grpo":
-            raise HTTPError(422, f"algorithm {spec.algorithm.value!r} is not implemented yet; use 'grpo'")
-        if (busy := mgr.busy()) is not None:
-            raise HTTPError(409, f"run {busy} is training; stop it first (one run per trainer)")
-        env: EnvClient = request.app.state.env
         try:
-            chosen = await choose_tasks(env, spec)
-        except TaskSetError as exc:
+            return await manager(request).create(spec)
+        except RunRefused as exc:
             raise HTTPError(exc.status, str(exc)) from exc
-        status = await mgr.create(spec, chosen.tasks)
-        if chosen.note:
-            status.tasks_left_out, status.task_set_note = chosen.left_out, chosen.note
-            await mgr.registry.save(status)
-        return status
 
     @app.get("/runs", response_model=list[RunStatus], tags=["runs"])
     async def list_runs(request: Request) -> list[RunStatus]:

@@ -17,7 +17,8 @@
 
 Results are acknowledged only after the checkpoint that includes their update is committed, so a
 `kill -9` at any point replays exactly the results whose effect was lost, and no result is used
-twice in the final weights (job ids already used are recorded with the acknowledgement).
+twice in the final weights: the results queue acknowledges them and marks their job ids done in
+one transaction (``StreamQueue.ack_many``), and a result whose job is marked done is a duplicate.
 Results of jobs that failed on infrastructure are acknowledged at the same moment, so a job's fate
 (used, replaced, or still in flight) is always the one the last checkpoint recorded.
 """
@@ -30,6 +31,7 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,13 +43,12 @@ from halo.queue import Delivery
 from halo.schemas import GroupMode, PolicyVersion, RolloutJob, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
 from halo.transport import CallError, ServiceUnavailable
-from halo_trainer import keys
 from halo_trainer.batching import advantages, learner_batch, select_groups
 from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.config import EVAL_SEED_OFFSET, RunConfig
 from halo_trainer.learner import Learner
 from halo_trainer.metrics import MetricsLog, rollout_metrics, wilson_interval
-from halo_trainer.worker import jobs_queue, results_queue
+from halo_trainer.streams import LEARNER, jobs_queue, results_queue, set_current_policy
 
 logger = logging.getLogger("halo.trainer.loop")
 
@@ -88,6 +89,17 @@ class Counters:
     pending_jobs: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LoopStatus:
+    """What the run manager reports of a run in progress (``RunLoop.status``)."""
+
+    updates: int
+    version: int
+    episodes_done: int
+    adapter_name: str  # what new samples use: the base model name at version 0
+    metrics: dict[str, float]  # the latest update's metrics, NaN left out
+
+
 class RunLoop:
     def __init__(
         self,
@@ -100,7 +112,7 @@ class RunLoop:
         store: ScreenshotStore,
         run_dir: Path,
         settings: Any,
-        status_cb=None,
+        status_cb: Callable[[LoopStatus], Awaitable[None]] | None = None,
     ) -> None:
         self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, learner
         self.processor, self.store, self.run_dir, self.settings = processor, store, Path(run_dir), settings
@@ -204,8 +216,11 @@ class RunLoop:
             return
         while len(self.c.inflight) + len(self.buffer) < target:
             job = self._job(self.c.jobs_published)
-            await self.jobs.publish(job, dedup_id=job.job_id)
-            self.c.inflight[job.job_id] = now
+            # After a restart the counter is the checkpoint's: a job the dead loop published later may
+            # have its result replayed already. Workers would skip it as done, and nothing would come.
+            if not await self._has_result(job.job_id):
+                await self.jobs.publish(job, dedup_id=job.job_id)
+                self.c.inflight[job.job_id] = now
             self.c.jobs_published += 1
 
     async def _collect(self, count: int, stop: asyncio.Event) -> list[Delivery[RolloutResult]]:
@@ -220,7 +235,7 @@ class RunLoop:
             if len(self.buffer) >= target:
                 break
             await self._top_up_jobs(target)
-            for d in await self.results.consume("learner", count=count, block_ms=1000):
+            for d in await self.results.consume(LEARNER, count=count, block_ms=1000):
                 await self._route(d)
         taken, self.buffer = self.buffer[:count], self.buffer[count:]
         return taken
@@ -229,7 +244,7 @@ class RunLoop:
         r = d.message
         if r.purpose == "eval":
             self.evals[r.job_id] = r
-            await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
+            await self.results.ack_many([d.entry_id])
             return
         was_in_flight = self.c.inflight.pop(r.job_id, None) is not None
         if (failure := infra_failure(r)) is not None:
@@ -241,12 +256,22 @@ class RunLoop:
             self._failed(failure)
             self.c.pending_entries.append(d.entry_id)
             return
-        if r.job_id in self.c.pending_jobs or await self.redis.sismember(keys.used_jobs(self.cfg.run_id), r.job_id):
+        if await self._has_result(r.job_id):
+            # A job replayed after its worker died between publishing and acknowledging. Not marked
+            # done here: the first result's mark goes with the checkpoint that uses it.
             logger.info("duplicate result of job %s dropped", r.job_id)
-            await self.redis.xack(self.results.stream, self.results.group, d.entry_id)
+            await self.results.ack_many([d.entry_id])
             return
         self._succeeded()
         self.buffer.append(d)
+
+    async def _has_result(self, job_id: str) -> bool:
+        """Whether a result of ``job_id`` is buffered, used since the last checkpoint, or in one."""
+        return (
+            any(b.message.job_id == job_id for b in self.buffer)
+            or job_id in self.c.pending_jobs
+            or await self.results.is_done(job_id)
+        )
 
     # -- outages ----------------------------------------------------------------------------------
     def _failed(self, why: str) -> None:
@@ -353,7 +378,7 @@ class RunLoop:
     async def _serve_once(self, version: int) -> None:
         record = self._version_record(version)
         await self._ensure_served(version)
-        await self.redis.set(keys.policy(self.cfg.run_id), record.model_dump_json())
+        await set_current_policy(self.redis, record)
         await self._retire_old_versions(version)
 
     async def _ensure_served(self, version: int) -> None:
@@ -422,7 +447,7 @@ class RunLoop:
                     await self.jobs.publish(job, dedup_id=job.job_id)
                     waiting[i] = (job, time.monotonic())
                 to_publish.clear()
-            for d in await self.results.consume("learner", count=16, block_ms=1000):
+            for d in await self.results.consume(LEARNER, count=16, block_ms=1000):
                 await self._route(d)
             for i, (job, at) in list(waiting.items()):
                 result = self.evals.pop(job.job_id, None)
@@ -480,15 +505,11 @@ class RunLoop:
         await self._ack_pending()
 
     async def _ack_pending(self) -> None:
-        """Acknowledge the results used since the last checkpoint and record their job ids, atomically."""
-        # Either list may be empty alone: results of replaced jobs are acknowledged but not used.
-        if self.c.pending_entries or self.c.pending_jobs:
-            async with self.redis.pipeline(transaction=True) as pipe:
-                if self.c.pending_entries:
-                    pipe.xack(self.results.stream, self.results.group, *self.c.pending_entries)
-                if self.c.pending_jobs:
-                    pipe.sadd(keys.used_jobs(self.cfg.run_id), *self.c.pending_jobs)
-                await pipe.execute()
+        """Acknowledge the results used since the last checkpoint and mark their jobs done, atomically.
+
+        Either list may be empty alone: results of replaced jobs are acknowledged but not used.
+        """
+        await self.results.ack_many(self.c.pending_entries, self.c.pending_jobs)
         self.c.pending_entries, self.c.pending_jobs = [], []
 
     async def _restore(self) -> None:
@@ -498,7 +519,7 @@ class RunLoop:
         await self._ack_pending()  # the checkpoint was committed, its acknowledgement may not have been
         # Results delivered to the dead learner but not acknowledged come back, before new ones
         # (also when it died before its first checkpoint: their jobs are done and will not rerun).
-        for d in await self.results.pending("learner"):
+        for d in await self.results.pending(LEARNER):
             await self._route(d)
         if checkpoint is None and not self.buffer:
             return
@@ -511,6 +532,15 @@ class RunLoop:
             len(self.buffer),
         )
 
+    def status(self) -> LoopStatus:
+        return LoopStatus(
+            updates=self.c.updates,
+            version=self.c.version,
+            episodes_done=self.c.episodes_done,
+            adapter_name=self._version_record(self.c.version).adapter_name,
+            metrics={k: v for k, v in self.latest.items() if not math.isnan(v)},
+        )
+
     async def _report(self) -> None:
         if self.status_cb is not None:
-            await self.status_cb(self)
+            await self.status_cb(self.status())

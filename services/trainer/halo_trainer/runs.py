@@ -2,7 +2,8 @@
 
 One run trains at a time per trainer process (the learner owns the accelerator). A run whose
 status says ``running`` when the trainer starts was interrupted by a crash: it is resumed from its
-last checkpoint automatically.
+last checkpoint automatically. Whether a run may be created is decided here (``RunRefused``), so
+the API's routes only translate.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import logging
 import secrets
 import time
 from pathlib import Path
-from typing import Any
 
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
+from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
-from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas import Algorithm, RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
 from halo.settings.trainer import TrainerSettings
@@ -27,6 +28,7 @@ from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 
 logger = logging.getLogger("halo.trainer.runs")
 EVENTS_KEPT = 500
@@ -34,6 +36,14 @@ EVENTS_KEPT = 500
 
 class ModelMismatch(RuntimeError):
     """The model the learner would load is not the one the policy server serves."""
+
+
+class RunRefused(Exception):
+    """The run cannot be created; ``status`` is the HTTP answer (409 busy, 422 bad request, 503 env down)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def learner_model(settings: TrainerSettings, *, build: bool) -> str:
@@ -91,21 +101,43 @@ class RunManager:
     """Starts, stops and resumes the run task; builds its learner (heavy imports happen here, lazily)."""
 
     def __init__(
-        self, settings: TrainerSettings, redis: aioredis.Redis, policy: PolicyClient, store: ScreenshotStore
+        self,
+        settings: TrainerSettings,
+        redis: aioredis.Redis,
+        policy: PolicyClient,
+        store: ScreenshotStore,
+        env: EnvClient,
     ) -> None:
-        self.settings, self.redis, self.policy, self.store = settings, redis, policy, store
+        self.settings, self.redis, self.policy, self.store, self.env = settings, redis, policy, store, env
         self.registry = RunRegistry(redis, settings.runs_dir)
         self.active: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
-        self._model: tuple[str, Any, Any] | None = None  # (path, processor, base-model factory)
+        self._creating = asyncio.Lock()
 
     def busy(self) -> str | None:
         return next(iter(self.active), None)
 
-    async def create(self, spec: RunSpec, tasks: list[str]) -> RunStatus:
+    async def create(self, spec: RunSpec) -> RunStatus:
+        """Check the request, choose its tasks, write its folder and start training it.
+
+        Raises ``RunRefused`` for an algorithm not implemented (422), while another run trains
+        (409), and when the task set cannot be made (``choose_tasks``: 422 or 503).
+        """
+        if spec.algorithm is not Algorithm.GRPO:
+            raise RunRefused(422, f"algorithm {spec.algorithm.value!r} is not implemented yet; use 'grpo'")
+        async with self._creating:  # two requests at once: the second sees the first's run as busy
+            if (busy := self.busy()) is not None:
+                raise RunRefused(409, f"run {busy} is training; stop it first (one run per trainer)")
+            try:
+                chosen = await choose_tasks(self.env, spec)
+            except TaskSetError as exc:
+                raise RunRefused(exc.status, str(exc)) from exc
+            return await self._create(spec, chosen)
+
+    async def _create(self, spec: RunSpec, chosen: TaskSet) -> RunStatus:
         run_id = new_run_id(spec)
         run_dir = self.settings.runs_dir / run_id
         profile = profile_for(self.settings.target)
-        cfg = resolve(spec, run_id, tasks, load_defaults(self.settings.rl_config), profile)
+        cfg = resolve(spec, run_id, chosen.tasks, load_defaults(self.settings.rl_config), profile)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(
             json.dumps({"run": cfg.model_dump(mode="json"), "trainer": resolved(self.settings)}, indent=1)
@@ -120,6 +152,8 @@ class RunManager:
             updated_at=now,
             episodes_total=cfg.episodes,
             run_dir=str(run_dir),
+            tasks_left_out=chosen.left_out,
+            task_set_note=chosen.note,
         )
         await self.registry.save(status)
         self._start(cfg, status)
@@ -203,14 +237,13 @@ class RunManager:
             )
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
-        from halo_trainer.loop import RunLoop
+        from halo_trainer.loop import LoopStatus, RunLoop
         from halo_trainer.plots import plot_run
 
-        async def report(loop: RunLoop) -> None:
-            status.updates, status.policy_version = loop.c.updates, loop.c.version
-            status.episodes_done = loop.c.episodes_done
-            status.adapter_name = loop._version_record(loop.c.version).adapter_name
-            status.latest_metrics = {k: v for k, v in loop.latest.items() if v == v}  # drop NaN
+        async def report(now: LoopStatus) -> None:
+            status.updates, status.policy_version = now.updates, now.version
+            status.episodes_done, status.adapter_name = now.episodes_done, now.adapter_name
+            status.latest_metrics = now.metrics
             if status.state is RunState.PENDING:
                 status.state = RunState.RUNNING
             await self.registry.save(status)

@@ -19,38 +19,13 @@ from halo.clients import EnvClient, RewardClient
 from halo.logging import setup_logging
 from halo.policy_client import PolicyClient
 from halo.queue import Delivery, StreamQueue
-from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.schemas import RolloutJob
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.rollout import Services, run_job
+from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue
 
 logger = logging.getLogger("halo.trainer.worker")
-
-
-def jobs_queue(redis: aioredis.Redis, settings: TrainerSettings) -> StreamQueue[RolloutJob]:
-    return StreamQueue(
-        redis,
-        keys.JOBS,
-        "workers",
-        RolloutJob,
-        claim_idle_ms=int(settings.job_claim_idle_s * 1000),
-        max_deliveries=settings.job_max_deliveries,
-    )
-
-
-def results_queue(redis: aioredis.Redis, run_id: str) -> StreamQueue[RolloutResult]:
-    # Results are consumed by exactly one learner; a result is never reclaimed by another consumer.
-    return StreamQueue(redis, keys.results(run_id), "learner", RolloutResult, claim_idle_ms=10**12)
-
-
-def current_policy_reader(redis: aioredis.Redis):
-    async def current(run_id: str) -> PolicyVersion:
-        raw = await redis.get(keys.policy(run_id))
-        if raw is None:
-            raise RuntimeError(f"run {run_id} has no current policy version in Redis")
-        return PolicyVersion.model_validate_json(raw)
-
-    return current
 
 
 async def work(

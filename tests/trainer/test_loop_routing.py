@@ -1,0 +1,157 @@
+"""The run loop's bookkeeping: which results it uses, how many jobs it asks for, and what survives a crash.
+
+Real Redis, the real loop, learner and checkpoints, a scripted worker (tests/trainer/loop_harness.py),
+vLLM's admin routes stood in (conftest).
+"""
+
+from __future__ import annotations
+
+import json
+
+import redis.asyncio as aioredis
+
+from halo.schemas import GroupMode, RolloutJob, RolloutResult
+from halo_trainer.config import EVAL_SEED_OFFSET
+from halo_trainer.loop import LoopStatus
+from tests.trainer.loop_harness import (
+    episode,
+    make_loop,
+    published_job_ids,
+    results_pending,
+    run_with_worker,
+    used_job_ids,
+)
+
+
+class Killed(Exception):
+    """Stands for a `kill -9`: the loop stops wherever it is, nothing runs after it."""
+
+
+def metrics_of(run_dir) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+async def test_duplicate_results_are_used_once_whether_they_arrive_together_before_or_after_the_checkpoint(
+    clean_redis, vllm_admin, base_model, tmp_path
+):
+    redis = aioredis.from_url(clean_redis)
+    # A checkpoint every 2 updates: the duplicate of a job used in the update before is either not yet
+    # checkpointed (update 1 -> seen during update 2) or checkpointed (update 2 -> seen during update 3).
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=8, checkpoint_every=2)
+    played: list[RolloutResult] = []
+
+    async def play(job: RolloutJob) -> list[RolloutResult]:
+        result = episode(job)
+        played.append(result)
+        # Its own result twice (a worker that died between publishing and acknowledging is replayed),
+        # and again the result of the job two before it: a late duplicate.
+        late = [played[-3]] if len(played) >= 3 else []
+        return [result, result, *late]
+
+    outcome, seen = await run_with_worker(loop, play)
+    assert outcome == "finished"
+    assert (loop.c.episodes_done, loop.c.updates) == (8, 4)
+    assert [m["rollout/episodes_done"] for m in metrics_of(tmp_path / "run")] == [2.0, 4.0, 6.0, 8.0]
+    assert len(seen) == 8 and await used_job_ids(redis) == {j.job_id for j in seen}
+    assert await results_pending(redis) == 0  # the dropped copies were acknowledged too
+    await redis.aclose()
+
+
+async def test_eval_results_are_scored_apart_and_never_trained_on(clean_redis, vllm_admin, base_model, tmp_path):
+    redis = aioredis.from_url(clean_redis)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=4, eval_every=2, eval_episodes=3)
+
+    async def play(job: RolloutJob) -> list[RolloutResult]:
+        result = episode(job, success=job.purpose == "eval")  # evaluations succeed, training never does
+        return [result, result] if job.purpose == "eval" else [result]  # an eval result arrives twice
+
+    outcome, seen = await run_with_worker(loop, play)
+    assert outcome == "finished" and (loop.c.episodes_done, loop.c.updates) == (4, 2)
+    evals = [json.loads(x) for x in (tmp_path / "run" / "eval.jsonl").read_text().splitlines()]
+    assert [e["update"] for e in evals] == [0, 2]
+    assert all(e["eval/success_rate"] == 1.0 and e["eval/episodes"] == 3 for e in evals)
+    assert all(m["rollout/success_rate"] == 0.0 for m in metrics_of(tmp_path / "run"))
+    eval_jobs = [j for j in seen if j.purpose == "eval"]
+    assert len(eval_jobs) == 6
+    assert {(j.temperature, j.group_size, j.group_mode) for j in eval_jobs} == {(0.0, 1, GroupMode.EPISODE)}
+    assert sorted(j.seed for j in eval_jobs) == sorted([EVAL_SEED_OFFSET + i for i in range(3)] * 2)
+    # Only training jobs count as used; every result, both eval copies included, was acknowledged.
+    assert await used_job_ids(redis) == {j.job_id for j in seen if j.purpose == "train"}
+    assert await results_pending(redis) == 0
+    await redis.aclose()
+
+
+async def test_jobs_published_never_exceed_what_the_episodes_need(clean_redis, vllm_admin, base_model, tmp_path):
+    redis = aioredis.from_url(clean_redis)
+    # 5 episodes, 2 jobs an update, one episode a job (step groups): 5 jobs, the last update has one.
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=5, group_mode=GroupMode.STEP)
+    in_flight: list[int] = []
+
+    async def play(job: RolloutJob) -> RolloutResult:
+        in_flight.append(len(await published_job_ids(redis)) - len(in_flight))  # published, not yet answered
+        return episode(job)
+
+    outcome, seen = await run_with_worker(loop, play)
+    assert outcome == "finished" and (loop.c.episodes_done, loop.c.updates) == (5, 3)
+    published = await published_job_ids(redis)
+    assert len(published) == len(set(published)) == loop.c.jobs_published == 5
+    assert max(in_flight) <= loop.cfg.jobs_per_update
+    await redis.aclose()
+
+
+async def test_an_episode_group_job_counts_as_its_n_episodes_in_the_budget(
+    clean_redis, vllm_admin, base_model, tmp_path
+):
+    redis = aioredis.from_url(clean_redis)
+    # 5 episodes of episode groups of 2: 3 jobs (6 episodes), never 4 or 5.
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=5, group_mode=GroupMode.EPISODE)
+
+    async def play(job: RolloutJob) -> RolloutResult:
+        return episode(job, episodes=job.group_size)
+
+    outcome, seen = await run_with_worker(loop, play)
+    assert outcome == "finished" and (loop.c.episodes_done, loop.c.updates) == (6, 2)
+    assert len(await published_job_ids(redis)) == loop.c.jobs_published == 3
+    await redis.aclose()
+
+
+async def test_a_crashed_run_resumes_at_its_checkpoint_and_replays_unacknowledged_results_exactly_once(
+    clean_redis, vllm_admin, base_model, tmp_path
+):
+    redis = aioredis.from_url(clean_redis)
+    run_dir = tmp_path / "run"
+    first = make_loop(redis, run_dir, vllm_admin.url, base_model, episodes=8, checkpoint_every=2)
+    reported: list[LoopStatus] = []
+
+    async def report(status: LoopStatus) -> None:
+        reported.append(status)
+        if status.updates == 3:  # learned from j4 and j5, not checkpointed: their results are unacknowledged
+            raise Killed
+
+    first.status_cb = report
+    try:
+        await run_with_worker(first, lambda job: _played(job))
+    except Killed:
+        pass
+    else:
+        raise AssertionError("the first loop was not killed")
+    assert [s.updates for s in reported] == [1, 2, 3] and reported[-1].episodes_done == 6
+    assert await results_pending(redis) == 2  # j4's and j5's results, delivered and not acknowledged
+    assert len(await used_job_ids(redis)) == 4
+
+    second = make_loop(redis, run_dir, vllm_admin.url, base_model, episodes=8, checkpoint_every=2)
+    outcome, seen = await run_with_worker(second, lambda job: _played(job))
+    assert outcome == "finished"
+    status = second.status()
+    assert (status.updates, status.episodes_done, status.version) == (4, 8, 4)
+    # j4 and j5 came back from the pending list; the new loop asked only for j6 and j7.
+    assert [j.job_id.rsplit("-", 1)[-1] for j in seen] == ["j6", "j7"]
+    published = await published_job_ids(redis)
+    assert len(published) == len(set(published)) == 8
+    assert len(await used_job_ids(redis)) == 8 and await results_pending(redis) == 0
+    assert [m["rollout/episodes_done"] for m in metrics_of(run_dir)] == [2.0, 4.0, 6.0, 6.0, 8.0]
+    await redis.aclose()
+
+
+async def _played(job: RolloutJob) -> RolloutResult:
+    return episode(job)
