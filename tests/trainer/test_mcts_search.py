@@ -238,7 +238,8 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
         assert len(tree.record.nodes) > 1 and tree.root.prompt_token_ids
         assert tree.record.env_steps > 0
         # Every expansion re-entered its node by restoring the snapshot: same screenshot as recorded.
-        assert result.reentries >= 3 and result.reentry_mismatches == 0
+        expanded = [n for n in tree.record.nodes if n.children]
+        assert result.reentries >= len(expanded) >= 1 and result.reentry_mismatches == 0
         # ...and any node's state re-enters exactly after the search, too.
         kept = [n for n in tree.record.nodes if n.state_ref is not None]
         assert kept

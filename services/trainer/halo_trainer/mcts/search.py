@@ -64,8 +64,8 @@ def check_critic(cfg: MCTSConfig) -> None:
 class SearchResult:
     tree: Tree
     path: Path  # the tree file
-    reentries: int = 0  # node states re-entered by restoring their snapshot
-    reentry_mismatches: int = 0  # ... whose screenshot differed from the node's
+    reentries: int = 0  # sessions opened in a node's state: restores of its snapshot and forks of those
+    reentry_mismatches: int = 0  # ... whose first screenshot differed from the node's
     infra_errors: int = 0  # candidates and rollouts dropped for an infrastructure failure
 
     def metrics(self) -> dict[str, float]:
@@ -155,17 +155,22 @@ class _Search:
             raise ValueError(f"node {node_id} has no state to re-enter")
         obs = (await self.svc.env.restore(self.states.get(node.state_ref))).observation
         self.opened.add(obs.session_id)
+        self.check_reentry(node_id, obs)
+        return obs
+
+    def check_reentry(self, node_id: int, obs: Observation) -> None:
+        """Count a re-entry of the node (a restore or a fork of one), and whether it showed another screen."""
+        recorded = self.tree.node(node_id).screenshot_sha256
         self.reentries += 1
-        if obs.screenshot.sha256 != node.screenshot_sha256:
+        if obs.screenshot.sha256 != recorded:
             self.mismatches += 1
             logger.warning(
                 "search %s: node %d re-entered with screenshot %s, recorded %s",
                 self.search_id,
                 node_id,
                 obs.screenshot.sha256[:12],
-                (node.screenshot_sha256 or "")[:12],
+                (recorded or "")[:12],
             )
-        return obs
 
     # -- expansion ----------------------------------------------------------------------------------
     async def expand(self, leaf: int, sim: int) -> dict[int, tuple[str, Observation] | None]:
@@ -184,6 +189,8 @@ class _Search:
         if len(runnable) > 1:
             fork = await self.svc.env.fork(obs.session_id, len(runnable) - 1)
             sessions += [f.observation.session_id for f in fork.sessions]
+            for f in fork.sessions:
+                self.check_reentry(leaf, f.observation)
         self.opened.update(sessions)
         where = dict(zip((c.index for c in runnable), sessions, strict=False))
         ids = [f"{self.search_id}-x{sim}-c{i}" for i in range(len(new))]
