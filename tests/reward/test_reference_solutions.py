@@ -46,9 +46,10 @@ def _missing() -> str | None:
 def _solved_tasks() -> list[str]:
     if _missing() is not None:
         return []
-    from halo_sites.tasks import SOLUTIONS_DIR, load_tasks
+    from halo_sites.tasks import SOLUTIONS_DIR, TASK_PREFIX, load_tasks
 
-    return [t.id for t in load_tasks() if (SOLUTIONS_DIR / f"{t.id}.json").exists()]
+    # REAL v2 offline tasks (real-offline.*) have no milestones of their own yet: the local ones only.
+    return [t.id for t in load_tasks() if t.id.startswith(TASK_PREFIX) and (SOLUTIONS_DIR / f"{t.id}.json").exists()]
 
 
 @dataclass

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 
+import httpx
 import pytest
 import uvicorn
 
+from halo.schemas import Action
 from halo.settings.env import DEFAULT_CHROMIUM_ARGS
 from halo_sites.app import create_app
-from tests.conftest import free_port
+from tests.conftest import REDIS_URL, free_port, start_service
 
 CHROMIUM = "/usr/bin/chromium"
 # Chromium exactly as the environment service launches it (pixel-deterministic repaints: the fork
@@ -75,3 +79,59 @@ async def type_into(page, halo_id: str, text: str) -> None:
 
 async def site_state(page) -> dict:
     return await page.evaluate("window.__HALO__.finish()")
+
+
+@pytest.fixture(scope="session")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
+    if importlib.util.find_spec("halo_env") is None:
+        pytest.skip("the environment service (halo_env) is not installed")
+    if not shutil.which("/usr/bin/chromium"):
+        pytest.skip("Chromium is not installed")
+    procs: list[subprocess.Popen] = []
+    data_dir = tmp_path_factory.mktemp("env-data")
+    try:
+        sites_port, env_port = free_port(), free_port()
+        sites_url, env_url = f"http://127.0.0.1:{sites_port}", f"http://127.0.0.1:{env_port}"
+        procs.append(start_service("halo_sites", {"HALO_SITES_PORT": str(sites_port)}, f"{sites_url}/ready"))
+        env_vars = {
+            "HALO_ENV_PORT": str(env_port),
+            "HALO_ENV_SITES_URL": sites_url,
+            "HALO_REDIS_URL": REDIS_URL,
+            "HALO_DATA_DIR": str(data_dir),
+        }
+        procs.append(start_service("halo_env", env_vars, f"{env_url}/ready"))
+        client = httpx.Client(base_url=env_url, timeout=120)
+        if client.post("/sessions", json={}).status_code in (404, 405):
+            pytest.skip("the environment service has no sessions API yet")
+        yield client
+        client.close()
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def replay(env: httpx.Client, task_id: str, actions: list[Action], check_reset: bool) -> dict:
+    r = env.post("/sessions", json={"task_id": task_id, "max_steps": len(actions) + 5, "seed": 0})
+    assert r.status_code == 200, r.text
+    session = r.json()["observation"]["session_id"]
+    try:
+        if check_reset:
+            at_reset = env.post(f"/sessions/{session}/validate")
+            assert at_reset.status_code == 200, at_reset.text
+            assert at_reset.json()["success"] is False, f"{task_id}: already solved at reset"
+        last: dict = {}
+        for i, action in enumerate(actions):
+            step = env.post(f"/sessions/{session}/step", json={"action": action.model_dump(mode="json")})
+            assert step.status_code == 200, step.text
+            last = step.json()
+            error = last["observation"].get("last_action_error")
+            assert error is None, f"{task_id} step {i} {action.short()}: {error}"
+        assert last["terminated"] is True, f"{task_id}: the episode did not end with the last action"
+        return last
+    finally:
+        env.delete(f"/sessions/{session}")

@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from halo.schemas import Action, ActionType, Task
-from halo_sites.tasks import SITES_DIR, SOLUTIONS_DIR, evaluate, get_task, load_solution, load_tasks, site_names
+from halo_sites.tasks import (
+    REAL_PREFIX,
+    SITES_DIR,
+    SOLUTIONS_DIR,
+    TASK_PREFIX,
+    evaluate,
+    get_task,
+    load_solution,
+    load_tasks,
+    site_names,
+)
 
 WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 ALL_IDS = [t.id for t in load_tasks()]
@@ -30,9 +40,10 @@ def test_every_site_has_at_least_ten_tasks_spanning_difficulties() -> None:
 
 def test_task_ids_follow_the_contract_and_are_ordered_numerically() -> None:
     assert len(ALL_IDS) == len(set(ALL_IDS))
-    assert all(re.fullmatch(r"local\.[a-z]+-\d+", i) for i in ALL_IDS)
-    numbers = [int(t.id.rsplit("-", 1)[1]) for t in load_tasks("gomail")]
-    assert numbers == sorted(numbers)
+    assert all(re.fullmatch(r"(local|real-offline)\.[a-z]+-\d+", i) for i in ALL_IDS)
+    for prefix in (TASK_PREFIX, REAL_PREFIX):
+        numbers = [int(t.id.rsplit("-", 1)[1]) for t in load_tasks("gomail") if t.id.startswith(prefix)]
+        assert numbers == sorted(numbers)
 
 
 def test_get_task_and_unknown_ids() -> None:

@@ -6,6 +6,12 @@ its first argument, prints SUCCESS or FAILURE). ``evaluate`` hands a task's JSON
 ``TaskConfig`` and points the evaluator at the site's ``evals/`` folder, so script, jmespath and
 exact-match evals run exactly as they do for REAL's hosted tasks.
 
+REAL v2 offline (``real-offline.<site>-<n>``): REAL's own v2 tasks that a clone supports faithfully,
+named in ``sites/<site>/real_v2.json`` (``{"config": {...}, "supported": [...], "unsupported":
+{name: reason}}``). Their goal and evals are agisdk's task file unchanged; only the site url and the
+clone's ``config`` (which dataset the page builds) are set here. They are judged by agisdk's own
+task file and its own eval scripts in the installed package (no copy).
+
 Retrieval tasks: agisdk passes only the state to its evals, so ``evaluate`` adds the agent's final
 answer to the state it evaluates as the top-level key ``answer`` (string or null); a jmespath eval
 ``{"type": "jmespath", "query": "answer", "expected_value": "..."}`` is then an exact match, and an
@@ -15,6 +21,7 @@ eval script can read ``data["answer"]`` and normalise it.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import re
@@ -29,6 +36,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 SITES_DIR = PACKAGE_DIR / "sites"
 SOLUTIONS_DIR = PACKAGE_DIR / "solutions"
 TASK_PREFIX = "local."
+REAL_PREFIX = "real-offline."
+REAL_VERSION = "v2"
 
 _TASK_FILE = re.compile(r"^(?P<site>[a-z][a-z0-9_]*)-(?P<n>\d+)\.json$")
 _SUPPORTED_EVALS = {"script", "jmespath"}  # llm_boolean needs a hosted LLM: not for offline tasks
@@ -84,13 +93,58 @@ def _registry() -> dict[str, tuple[Task, Path]]:
     return {task.id: (task, path) for _, _, task, path in found}
 
 
+def agisdk_tasks_dir() -> Path:
+    """agisdk's v2 task files, found without importing agisdk (its import pulls in browsergym)."""
+    spec = importlib.util.find_spec("agisdk")
+    if spec is None or not spec.submodule_search_locations:
+        raise TaskFileError("agisdk is not installed: REAL's v2 tasks cannot be read")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return root / "REAL" / "browsergym" / "webclones" / REAL_VERSION / "tasks"
+
+
+def real_offline_manifest(site: str) -> dict[str, Any]:
+    """``sites/<site>/real_v2.json``: the clone config, supported and unsupported REAL tasks."""
+    path = site_dir(site) / "real_v2.json"
+    if not path.is_file():
+        return {"config": {}, "supported": [], "unsupported": {}}
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    both = set(manifest["supported"]) & set(manifest["unsupported"])
+    if both:
+        raise TaskFileError(f"sites/{site}/real_v2.json: both supported and unsupported: {sorted(both)}")
+    return manifest
+
+
+@cache
+def _real_registry() -> dict[str, Task]:
+    found: dict[str, Task] = {}
+    for site in site_names():
+        manifest = real_offline_manifest(site)
+        for name in manifest["supported"]:
+            path = agisdk_tasks_dir() / f"{name}.json"
+            if not path.is_file():
+                raise TaskFileError(f"sites/{site}/real_v2.json: agisdk has no v2 task {name!r}")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data["website"]["id"] != site:
+                raise TaskFileError(f"sites/{site}/real_v2.json: {name!r} is a task of {data['website']['id']!r}")
+            data["id"] = f"{REAL_PREFIX}{name}"
+            data["website"] = {**data["website"], "url": f"/{site}/"}
+            data["config"] = {**(data.get("config") or {}), **manifest["config"]}
+            found[data["id"]] = Task.model_validate(data)
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].domain, int(kv[0].rsplit("-", 1)[1]))))
+
+
 def load_tasks(site: str | None = None) -> list[Task]:
-    """All local tasks, or one site's, ordered by site then number."""
-    return [task.model_copy(deep=True) for task, _ in _registry().values() if site is None or task.domain == site]
+    """All clone tasks (``local.*`` then ``real-offline.*``), or one site's, ordered by number."""
+    tasks = [task for task, _ in _registry().values()] + list(_real_registry().values())
+    tasks.sort(key=lambda t: (t.domain, t.id.startswith(REAL_PREFIX), int(t.id.rsplit("-", 1)[1])))
+    return [task.model_copy(deep=True) for task in tasks if site is None or task.domain == site]
 
 
 def get_task(task_id: str) -> Task:
-    """The task with this id (``local.<site>-<n>``); KeyError when there is none."""
+    """The task with this id (``local.<site>-<n>`` or ``real-offline.<site>-<n>``); KeyError when
+    there is none."""
+    if task_id in _real_registry():
+        return _real_registry()[task_id].model_copy(deep=True)
     try:
         return _registry()[task_id][0].model_copy(deep=True)
     except KeyError:
@@ -113,9 +167,13 @@ def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None
     from agisdk.REAL.browsergym.webclones.evaluate import WebCloneEvaluator
     from agisdk.REAL.browsergym.webclones.task_config import TaskConfig
 
-    config = TaskConfig(str(task_file(task.id)), version="v2", is_path=True)
-    # The documented hook: the evaluator looks for scripts in the config's eval_scripts_dir first.
-    config.eval_scripts_dir = str(site_dir(task.domain) / "evals")
+    if task.id.startswith(REAL_PREFIX):
+        # REAL's own task file and eval scripts, exactly as agisdk resolves them for v2.<name>.
+        config = TaskConfig(task.id.removeprefix(REAL_PREFIX), version=REAL_VERSION)
+    else:
+        config = TaskConfig(str(task_file(task.id)), version="v2", is_path=True)
+        # The documented hook: the evaluator looks for scripts in the config's eval_scripts_dir first.
+        config.eval_scripts_dir = str(site_dir(task.domain) / "evals")
     evaluator = WebCloneEvaluator(task_config=config)
     env_state = {**finish_state, "answer": answer}
     with _EVAL_LOCK, contextlib.redirect_stdout(io.StringIO()):
@@ -135,11 +193,3 @@ def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None
         task_id=task.id, success=success, reward=float(reward), details=details, finish_state=finish_state
     )
 
-
-if __name__ == "__main__":  # `halo tasks list` runs this (the CLI imports no service package)
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(prog="python -m halo_sites.tasks", description="The local tasks as JSON.")
-    parser.add_argument("--site", default=None, help="only this site's tasks")
-    sys.stdout.write(json.dumps([t.model_dump(mode="json") for t in load_tasks(parser.parse_args().site)]) + "\n")

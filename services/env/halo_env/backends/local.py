@@ -1,4 +1,5 @@
-"""The project's offline clones (``local.<site>-<n>``), served by ``halo_sites`` on the sites port.
+"""The project's offline clones (``local.<site>-<n>``, and REAL's own v2 tasks on them,
+``real-offline.<site>-<n>``), served by ``halo_sites`` on the sites port.
 
 Tasks and their evaluation come from ``halo_sites.tasks`` (``get_task``, ``load_tasks``,
 ``evaluate``, which runs agisdk's own WebCloneEvaluator). The clones keep all their state in the
@@ -15,7 +16,7 @@ from typing import Any
 from halo.schemas import ForkMethod, Task, ValidationResult
 from halo_env.backends.base import TaskBackend, TaskUnavailable
 
-PREFIX = "local."
+PREFIXES = ("local.", "real-offline.")
 
 
 class LocalCloneBackend(TaskBackend):
@@ -40,7 +41,7 @@ class LocalCloneBackend(TaskBackend):
         return self._module
 
     def handles(self, task_id: str) -> bool:
-        return task_id.startswith(PREFIX)
+        return task_id.startswith(PREFIXES)
 
     def get_task(self, task_id: str) -> Task:
         return self._tasks().get_task(task_id)

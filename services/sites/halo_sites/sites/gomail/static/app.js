@@ -7,8 +7,15 @@
   const icon = HALO.icon;
   const SITE = HALO.site();
   const FOLDERS = [
-    ["inbox", "Inbox", "inbox"], ["starred", "Starred", "star"], ["sent", "Sent", "send"],
+    ["inbox", "Inbox", "inbox"], ["starred", "Starred", "star"], ["snoozed", "Snoozed", "clock"], ["sent", "Sent", "send"],
     ["drafts", "Drafts", "draft"], ["trash", "Trash", "trash"],
+  ];
+  const PAGE_SIZE = 50;  // rows per list page, as Gmail: "select all" selects the page shown
+  // Snooze choices: "today" is Monday 2024-07-15 and the clock never moves.
+  const SNOOZE = [
+    ["tomorrow", "Tomorrow", "Tue, Jul 16, 8:00 AM", "2024-07-16T08:00:00"],
+    ["weekend", "This weekend", "Sat, Jul 20, 8:00 AM", "2024-07-20T08:00:00"],
+    ["next-week", "Next week", "Mon, Jul 22, 8:00 AM", "2024-07-22T08:00:00"],
   ];
   const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
@@ -29,7 +36,7 @@
   function inFolder(m, folder) {
     if (folder === "trash") return m.trash;
     if (m.trash) return false;
-    if (folder === "inbox") return !m.sent && !m.draft;
+    if (folder === "inbox") return !m.sent && !m.draft && !m.archived;
     if (folder === "starred") return m.starred;
     if (folder === "sent") return m.sent;
     if (folder === "drafts") return m.draft;
@@ -41,6 +48,8 @@
     return !m.trash && words.every(function (w) { return hay.indexOf(w) !== -1; });
   }
   function listFor(st, r) {
+    // Snoozed mail leaves email.emails (as in REAL's state) until its time comes; it never comes here.
+    if (r.folder === "snoozed") return Object.values(st.email.snoozed || {}).sort(function (a, b) { return a.date < b.date ? 1 : -1; });
     return Object.values(st.email.emails)
       .filter(function (m) { return r.folder === "search" ? matches(m, r.query) : inFolder(m, r.folder); })
       .sort(function (a, b) { return a.date < b.date ? 1 : a.date > b.date ? -1 : (a.id < b.id ? -1 : 1); });
@@ -80,19 +89,36 @@
       return '<a class="folder' + (current === f[0] ? " active" : "") + '" href="#/' + f[0] + '" data-halo-id="folder-' + f[0] + '">' +
         icon(f[2], 20, "#444746") + '<span class="name">' + f[1] + "</span>" + (count ? '<span class="count">' + count + "</span>" : "") + "</a>";
     }).join("");
+    const labels = Object.values(st.email.customLabels || {}).map(function (l) {
+      return '<div class="folder label-item" data-halo-id="label-' + esc(l.id) + '"><span class="label-dot"></span><span class="name">' + esc(l.label) + "</span></div>";
+    }).join("");
     return '<nav class="sidebar"><button class="compose-btn" data-action="compose" data-halo-id="compose">' + icon("edit", 22, "#041e49") +
-      "<span>Compose</span></button>" + items + "</nav>";
+      "<span>Compose</span></button>" + items + '<div class="labels-head"><span>Labels</span><button class="icon-btn small" aria-label="Create new label" title="Create new label" data-action="new-label" data-halo-id="new-label">' +
+      icon("plus", 20, "#444746") + "</button></div>" + labels + "</nav>";
+  }
+
+  function pageOf(st, r, view) {
+    const all = listFor(st, r);
+    const pages = Math.max(1, Math.ceil(all.length / PAGE_SIZE));
+    const page = Math.min(view.page || 0, pages - 1);
+    return { all: all, page: page, pages: pages, rows: all.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE) };
   }
 
   function listView(st, r, view) {
-    const rows = listFor(st, r);
+    const paged = pageOf(st, r, view);
+    const rows = paged.rows;
     const selected = view.selected || [];
     const allOn = rows.length > 0 && rows.every(function (m) { return selected.indexOf(m.id) !== -1; });
     let tools = '<label class="tool check"><input type="checkbox" aria-label="Select all" data-halo-id="select-all" data-action="select-all"' + (allOn ? " checked" : "") + "></label>";
     if (selected.length) {
       tools += '<button class="icon-btn" aria-label="Delete" title="Delete" data-action="bulk-delete" data-halo-id="bulk-delete">' + icon("trash", 20, "#444746") + "</button>" +
         '<button class="icon-btn" aria-label="Mark as read" title="Mark as read" data-action="bulk-read" data-halo-id="bulk-read">' + icon("mailOpen", 20, "#444746") + "</button>" +
-        '<button class="icon-btn" aria-label="Mark as unread" title="Mark as unread" data-action="bulk-unread" data-halo-id="bulk-unread">' + icon("mail", 20, "#444746") + "</button>";
+        '<button class="icon-btn" aria-label="Mark as unread" title="Mark as unread" data-action="bulk-unread" data-halo-id="bulk-unread">' + icon("mail", 20, "#444746") + "</button>" +
+        (r.folder === "snoozed" ? "" : '<button class="icon-btn" aria-label="Archive" title="Archive" data-action="bulk-archive" data-halo-id="bulk-archive">' + icon("inbox", 20, "#444746") + "</button>" +
+        '<button class="icon-btn" aria-label="Snooze" title="Snooze" data-action="bulk-snooze" data-halo-id="bulk-snooze">' + icon("clock", 20, "#444746") + "</button>") +
+        (view.snoozeMenu ? '<div class="menu" role="menu" aria-label="Snooze until"><div class="menu-title">Snooze until...</div>' + SNOOZE.map(function (o) {
+          return '<button class="menu-item" role="menuitem" data-action="snooze" data-id="' + o[0] + '" data-halo-id="snooze-' + o[0] + '"><span>' + o[1] + '</span><span class="when">' + o[2] + "</span></button>";
+        }).join("") + "</div>" : "");
     } else {
       tools += '<button class="icon-btn" aria-label="Refresh" data-halo-id="refresh" data-action="refresh">' + icon("refresh", 20, "#444746") + "</button>";
     }
@@ -110,16 +136,22 @@
         esc(m.content.replace(/\s+/g, " ").slice(0, 120)) + '</span></span><span class="date">' + shortDate(m.date) + "</span></div></div>";
     }).join("");
     const empty = rows.length ? "" : '<div class="empty">' + (r.folder === "search" ? "No messages matched your search." : "No conversations in " + r.folder + ".") + "</div>";
-    return '<section class="panel"><div class="toolbar">' + tools + '<span class="pager">' + (rows.length ? "1\u2013" + rows.length + " of " + rows.length : "") +
-      '</span></div>' + heading + '<div class="list" data-halo-scroll="list">' + items + empty + "</div></section>";
+    const first = paged.page * PAGE_SIZE;
+    const pager = rows.length ? (first + 1) + "\u2013" + (first + rows.length) + " of " + paged.all.length : "";
+    const pageButtons = paged.pages > 1 ?
+      '<button class="icon-btn small" aria-label="Newer" data-action="page" data-id="' + (paged.page - 1) + '" data-halo-id="newer"' + (paged.page === 0 ? " disabled" : "") + ">" + icon("chevronLeft", 20, "#444746") + "</button>" +
+      '<button class="icon-btn small" aria-label="Older" data-action="page" data-id="' + (paged.page + 1) + '" data-halo-id="older"' + (paged.page === paged.pages - 1 ? " disabled" : "") + ">" + icon("chevronRight", 20, "#444746") + "</button>" : "";
+    return '<section class="panel"><div class="toolbar">' + tools + '<span class="pager">' + pager + "</span>" + pageButtons +
+      '</div>' + heading + '<div class="list" data-halo-scroll="list">' + items + empty + "</div></section>";
   }
 
   function emailView(st, r) {
-    const m = st.email.emails[r.id];
+    const m = st.email.emails[r.id] || (st.email.snoozed || {})[r.id];
     if (!m) return '<section class="panel"><div class="empty">This message no longer exists.</div></section>';
     const body = esc(m.content).split("\n").join("<br>");
     return '<section class="panel"><div class="toolbar">' +
       '<button class="icon-btn" aria-label="Back" data-action="back" data-halo-id="back">' + icon("back", 20, "#444746") + "</button>" +
+      (m.trash || m.archived ? "" : '<button class="icon-btn" aria-label="Archive" title="Archive" data-action="archive" data-id="' + m.id + '" data-halo-id="archive">' + icon("inbox", 20, "#444746") + "</button>") +
       (m.trash ? "" : '<button class="icon-btn" aria-label="Delete" title="Delete" data-action="delete" data-id="' + m.id + '" data-halo-id="delete">' + icon("trash", 20, "#444746") + "</button>") +
       '<button class="icon-btn" aria-label="Mark as unread" title="Mark as unread" data-action="mark-unread" data-id="' + m.id + '" data-halo-id="mark-unread">' + icon("mail", 20, "#444746") + "</button>" +
       '<button class="icon-btn" aria-label="' + (m.starred ? "Starred" : "Not starred") + '" data-action="star" data-id="' + m.id + '" data-halo-id="star">' +
@@ -145,6 +177,15 @@
       '<button class="icon-btn" aria-label="Discard draft" data-action="discard" data-halo-id="discard">' + icon("trash", 20, "#444746") + "</button></div></div>";
   }
 
+  function labelDialog(d) {
+    if (!d) return "";
+    const err = d.error ? '<div class="compose-error" role="alert">' + esc(d.error) + "</div>" : "";
+    return '<div class="modal-backdrop"><div class="modal" role="dialog" aria-label="New label"><h2>New label</h2>' +
+      '<label class="field"><span>Please enter a new label name:</span><input type="text" data-halo-id="label-name" aria-label="New label name" value="' + esc(d.name) + '" autocomplete="off"></label>' + err +
+      '<div class="modal-foot"><button class="pill" data-action="label-cancel" data-halo-id="label-cancel">Cancel</button>' +
+      '<button class="send-btn" data-action="label-create" data-halo-id="label-create">Create</button></div></div></div>';
+  }
+
   function snackbar(st) {
     const msg = st.ui.snackbar.message;
     if (!msg) return "";
@@ -157,11 +198,11 @@
     const view = HALO.view();
     const r = route();
     if (r.kind === "list" && view.folder !== r.folder) {
-      HALO.patchView({ folder: r.folder, selected: [] });
+      HALO.patchView({ folder: r.folder, selected: [], page: 0, snoozeMenu: false });
     }
     const main = r.kind === "email" ? emailView(st, r) : listView(st, r, HALO.view());
     document.title = (r.kind === "email" && st.email.emails[r.id] ? st.email.emails[r.id].subject : (r.folder === "search" ? "Search results" : r.folder.charAt(0).toUpperCase() + r.folder.slice(1))) + " - GoMail";
-    document.getElementById("app").innerHTML = topbar(view) + '<div class="body">' + sidebar(st, r) + main + "</div>" + composeView(view.compose) + snackbar(st);
+    document.getElementById("app").innerHTML = topbar(view) + '<div class="body">' + sidebar(st, r) + main + "</div>" + composeView(view.compose) + labelDialog(view.labelDialog) + snackbar(st);
     HALO.restoreUi();
   }
 
@@ -231,7 +272,7 @@
       st.email.emails[id] = {
         id: id, from: SITE.me.email, fromName: SITE.me.name, to: to, cc: cc, subject: c.subject || "(no subject)",
         content: c.body, date: clockAfter(st), isRead: true, starred: false, trash: false, sent: true, draft: false,
-        inReplyTo: c.replyTo,
+        inReplyTo: c.replyTo, isReply: Boolean(c.replyTo),
       };
       if (c.draftId) delete st.email.emails[c.draftId];
       snack(st, "Message sent");
@@ -247,6 +288,43 @@
     });
   }
 
+  function count(n, what) {
+    return n === 1 ? "Conversation " + what : n + " conversations " + what;
+  }
+  function snooze(ids, key) {
+    const option = SNOOZE.filter(function (o) { return o[0] === key; })[0];
+    update(function (st) {
+      st.email.snoozed = st.email.snoozed || {};
+      ids.forEach(function (id) {
+        const m = st.email.emails[id];
+        if (!m) return;
+        st.email.snoozed[id] = Object.assign({}, m, { snoozed: true, snoozeUntil: option[3] });
+        delete st.email.emails[id];
+      });
+      snack(st, count(ids.length, "snoozed until " + option[2]));
+    });
+  }
+  function createLabel() {
+    const d = HALO.view().labelDialog;
+    const name = (d.name || "").trim();
+    const labels = HALO.state().email.customLabels || {};
+    const taken = Object.values(labels).some(function (l) { return l.label.toLowerCase() === name.toLowerCase(); });
+    if (!name || taken) {
+      HALO.patchView({ labelDialog: Object.assign({}, d, { error: !name ? "Please enter a label name." : 'The label name "' + name + '" already exists.' }) });
+      render();
+      return;
+    }
+    update(function (st) {
+      st.email.customLabels = st.email.customLabels || {};
+      let n = 1;
+      while (st.email.customLabels[String(n)]) n++;
+      st.email.customLabels[String(n)] = { id: String(n), label: name };
+      snack(st, 'Label "' + name + '" created.');
+    });
+    HALO.patchView({ labelDialog: null, focus: null });
+    render();
+  }
+
   // ---- events ----------------------------------------------------------------------------------
   document.addEventListener("click", function (e) {
     const el = e.target.closest("[data-action]");
@@ -260,7 +338,7 @@
       if (action === "select") {
         selected = el.checked ? selected.concat([id]) : selected.filter(function (x) { return x !== id; });
       } else {
-        selected = el.checked ? listFor(HALO.state(), route()).map(function (m) { return m.id; }) : [];
+        selected = el.checked ? pageOf(HALO.state(), route(), view).rows.map(function (m) { return m.id; }) : [];
       }
       HALO.patchView({ selected: selected });
       render();
@@ -298,6 +376,31 @@
       setFlag(view.selected, "isRead", read, (n === 1 ? "Conversation" : n + " conversations") + " marked as " + (read ? "read." : "unread."));
       HALO.patchView({ selected: [] });
       render();
+    } else if (action === "bulk-archive") {
+      setFlag(view.selected, "archived", true, count(view.selected.length, "archived."));
+      HALO.patchView({ selected: [] });
+      render();
+    } else if (action === "archive") {
+      setFlag([id], "archived", true, "Conversation archived.");
+      go("#/" + (view.folder || "inbox") + (view.folder === "search" ? "/" + encodeURIComponent(view.search || "") : ""));
+    } else if (action === "bulk-snooze") {
+      HALO.patchView({ snoozeMenu: !view.snoozeMenu });
+      render();
+    } else if (action === "snooze") {
+      snooze(view.selected, id);
+      HALO.patchView({ selected: [], snoozeMenu: false });
+      render();
+    } else if (action === "page") {
+      HALO.patchView({ page: Number(id), selected: [] });
+      render();
+    } else if (action === "new-label") {
+      HALO.patchView({ labelDialog: { name: "", error: "" }, focus: "label-name" });
+      render();
+    } else if (action === "label-create") {
+      createLabel();
+    } else if (action === "label-cancel") {
+      HALO.patchView({ labelDialog: null, focus: null });
+      render();
     } else if (action === "refresh") {
       render();
     } else if (action === "compose") {
@@ -328,6 +431,10 @@
     const t = e.target;
     if (t.getAttribute("data-halo-id") === "search") {
       HALO.patchView({ search: t.value });
+      return;
+    }
+    if (t.getAttribute("data-halo-id") === "label-name") {
+      HALO.patchView({ labelDialog: Object.assign({}, HALO.view().labelDialog, { name: t.value }) });
       return;
     }
     const field = t.getAttribute("data-compose");

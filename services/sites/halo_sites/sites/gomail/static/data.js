@@ -1,4 +1,4 @@
-/* GoMail's data: a fixed set of hand-written emails that tasks refer to (ids e01..e16, s01, d01,
+/* GoMail's data (config.dataset "real": REAL's mailbox, below, instead): a fixed set of hand-written emails that tasks refer to (ids e01..e16, s01, d01,
  * t01) plus filler generated from `config.data_seed` (default 0). The mailbox owner is Alex Morgan;
  * "today" is Monday 2024-07-15 and the clock never moves (new mail gets 10:30 + n minutes). */
 (function () {
@@ -83,12 +83,97 @@
     return out;
   }
 
+  /* The mailbox REAL's v2 GoMail tasks are written against (config.dataset = "real"): 56 received
+  * emails with ids "1".."56", as agisdk's eval scripts name them. Facts the scripts rely on:
+  * John Doe's only email is "1"; starred: 2 6 10 14 16 21 26 28 31 37 47 49 53; "notification" in
+  * the sender address or subject: 3 4 5 6 17 36 38 56; Uber: 48; no-reply senders: 3 14 34 40 50;
+  * received today (2024-07-15): 46 47 48; older than two months: 52..56; four Amazon emails; twelve
+  * with "support" in the subject; three from an "alerts" sender. Those words appear nowhere else, so
+  * a search for them finds exactly these. The contacts the goals name (Alexa Richardson, Ashley
+  * Campbell, Kevin Moore, ...) have written to the owner, so their addresses are in the mailbox. */
+  // [id, fromName, from, subject, date, content, flags]
+  const ROWS = [
+    ["1", "John Doe", "john.doe@example.com", "Quarterly report draft", "2024-07-12T16:20:00", "Hi,\n\nI put the first draft of the quarterly report in the shared folder. Comments welcome before Wednesday.\n\nJohn"],
+    ["2", "Danielle Harris", "danielle.harris@example.com", "System update schedule", "2024-07-11T10:05:00", "Hi,\n\nThe new system update is ready on our side. Let me know once it is live so I can tell my team.\n\nDanielle", "s"],
+    ["3", "GitHub", "noreply@github.com", "New notification: review requested on halo-web#212", "2024-07-14T21:40:00", "Jordan requested your review on pull request #212: tidy up the settings page."],
+    ["4", "LinkedIn", "notifications@linkedin.com", "You appeared in 9 searches this week", "2024-07-13T08:00:00", "See who is looking at your profile and grow your network."],
+    ["5", "Slack", "notifications@slack.com", "Unread messages in #design", "2024-07-12T19:12:00", "You have 4 unread messages in #design from Emily and 2 others.", "r"],
+    ["6", "Team Calendar", "notifications@teamcalendar.com", "Notification: Weekly sync moved to Thursday", "2024-07-10T09:00:00", "The weekly sync has moved to Thursday at 10:00.", "s"],
+    ["7", "Alexa Richardson", "alexa.richardson@example.com", "Onboarding paperwork", "2024-07-09T14:30:00", "Hi Alex,\n\nI am collecting the onboarding paperwork for the new hires. The scanned files should arrive later this week.\n\nBest,\nAlexa"],
+    ["8", "Amazon.com", "shipment-tracking@amazon.com", "Your Amazon order has shipped", "2024-07-12T07:45:00", "Your package with a USB-C hub is on its way and arrives Tuesday."],
+    ["9", "Helpdesk", "helpdesk@cloudnest.io", "Support ticket #4821 received", "2024-07-11T12:10:00", "We received your request about login problems and will reply within one business day."],
+    ["10", "Brian King", "brian.king@example.com", "Thursday planning meeting", "2024-07-10T17:30:00", "Thanks for joining the planning meeting. I took notes and will tidy them up.", "s"],
+    ["11", "Helpdesk", "helpdesk@cloudnest.io", "Support ticket #4821 updated", "2024-07-12T09:15:00", "An agent replied to your request. Please sign in to read the reply."],
+    ["12", "PrintPro", "care@printpro.com", "Support request: printer offline", "2024-07-08T11:00:00", "Thanks for contacting us. Try restarting the printer while we look into it.", "r"],
+    ["13", "Billing Desk", "billing@cloudnest.io", "Support case closed: invoice question", "2024-07-05T15:20:00", "Your case about the June invoice has been closed.", "r"],
+    ["14", "First Bank", "noreply@firstbank.com", "Your monthly statement is ready", "2024-07-01T06:00:00", "Your July statement is available in online banking.", "sr"],
+    ["15", "Routerly", "care@routerly.com", "Support update: replacement router shipped", "2024-07-09T13:00:00", "Good news: the replacement router ships today."],
+    ["16", "Angela White", "angela.white@example.com", "Coverage while I am away", "2024-07-08T16:45:00", "Hi Alex,\n\nI will be taking some time off soon. Could you cover the Friday reports while I am away?\n\nAngela", "s"],
+    ["17", "Streamly", "notifications@streamly.tv", "New sign-in to your account", "2024-07-07T22:10:00", "We noticed a new sign-in from Chrome on Windows.", "r"],
+    ["18", "Appworks", "care@appworks.dev", "Support ticket #377: app crashes on start", "2024-07-06T10:30:00", "We reproduced the crash and a fix is scheduled for the next release.", "r"],
+    ["19", "Amazon.com", "store-news@amazon.com", "Amazon Prime: your membership renews soon", "2024-07-04T08:00:00", "Your Prime membership renews on August 4.", "r"],
+    ["20", "Helpdesk", "helpdesk@cloudnest.io", "Support survey: how did we do?", "2024-07-03T09:00:00", "Tell us about your recent experience with our team.", "r"],
+    ["21", "Michael Brown", "michael.brown@example.com", "Budget approval", "2024-07-02T15:00:00", "The Q3 budget has been approved. Thanks for the quick turnaround.", "sr"],
+    ["22", "Ashley Campbell", "ashley.campbell@example.com", "Team dinner next Friday", "2024-07-11T18:20:00", "Hi everyone,\n\nThe team dinner is booked for next Friday at 7 PM at Luigi's.\n\nAshley"],
+    ["23", "PrintPro", "care@printpro.com", "Support request: toner delivery", "2024-06-28T10:00:00", "Your toner order is scheduled for delivery on Monday.", "r"],
+    ["24", "Appworks", "care@appworks.dev", "Support ticket #377 resolved", "2024-06-27T16:00:00", "The fix is live. Reply if the crash happens again.", "r"],
+    ["25", "Routerly", "care@routerly.com", "Support case opened: slow connection", "2024-06-26T12:00:00", "We opened a case about your slow connection.", "r"],
+    ["26", "Emily Johnson", "emily.johnson@example.com", "Design mockups v2", "2024-06-25T11:30:00", "Here are the updated mockups for the landing page.", "sr"],
+    ["27", "Billing Desk", "billing@cloudnest.io", "Support reply: refund processed", "2024-06-24T09:40:00", "Your refund of $24.00 was processed.", "r"],
+    ["28", "David Wilson", "david.wilson@example.com", "Contract signed", "2024-06-21T14:10:00", "The vendor contract is signed and filed.", "sr"],
+    ["29", "Amazon.com", "reviews@amazon.com", "How was your recent Amazon purchase?", "2024-06-20T08:30:00", "Rate the wireless mouse you bought last week.", "r"],
+    ["30", "Helpdesk", "helpdesk@cloudnest.io", "Support hours during the holiday", "2024-06-19T10:00:00", "Our team is available from 9 AM to 3 PM on July 4.", "r"],
+    ["31", "Sarah Miller", "sarah.miller@example.com", "Conference talk accepted", "2024-06-18T17:00:00", "Great news, our talk was accepted for the autumn conference.", "sr"],
+    ["32", "First Bank Alerts", "alerts@firstbank.com", "Large purchase on your card", "2024-07-13T20:05:00", "A purchase of $412.80 was made with your card ending 4410."],
+    ["33", "Kevin Moore", "kevin.moore@example.com", "New project starting soon", "2024-07-10T08:50:00", "Hi Alex,\n\nWe are about to start a new project together. I will share more once the scope is final.\n\nKevin"],
+    ["34", "Dropbox", "noreply@dropbox.com", "Files were added to your shared folder", "2024-06-17T09:30:00", "Emily added 3 files to the Designs folder.", "r"],
+    ["35", "Jane Smith", "jane.smith@example.com", "Question about the invoice", "2024-07-09T10:15:00", "Hi Alex,\n\nCould you confirm the invoice total for June? I want to close the books this week.\n\nJane"],
+    ["36", "Facebook", "notifications@facebookmail.com", "You have 5 new notifications", "2024-06-16T19:00:00", "See what your friends have been up to.", "r"],
+    ["37", "Robert Taylor", "robert.taylor@example.com", "Lease renewal", "2024-06-14T12:00:00", "Attached is the lease renewal for the office. Please sign by the end of the month.", "sr"],
+    ["38", "Asana", "notifications@asana.com", "Task assigned to you: Update roadmap", "2024-06-13T15:30:00", "Emily assigned you a task due on Friday.", "r"],
+    ["39", "Barbara Thomas", "barbara.thomas@example.com", "Timeline for Q3", "2024-07-08T09:10:00", "Hi Alex,\n\nWe should agree on the Q3 timeline soon.\n\nBarbara"],
+    ["40", "Medium Daily Digest", "noreply@medium.com", "Stories picked for you", "2024-06-12T07:00:00", "Today's highlights from writers you follow.", "r"],
+    ["41", "Amazon.com", "order-update@amazon.com", "Your Amazon.com order #112-5531 was delivered", "2024-06-11T18:00:00", "Your package was left at the front door.", "r"],
+    ["42", "Charles Davis", "charles.davis@example.com", "Sales pipeline", "2024-07-07T13:40:00", "Hi Alex,\n\nThe pipeline for next quarter looks healthy. Let's talk next week.\n\nCharles"],
+    ["43", "Weather Alerts", "alerts@weatherwatch.com", "Heat advisory for your area", "2024-07-14T06:00:00", "Temperatures above 100F are expected this afternoon."],
+    ["44", "Carol Adams", "carol.adams@example.com", "Meeting tomorrow", "2024-07-14T16:00:00", "Hi Alex,\n\nLooking forward to our meeting tomorrow at 8 AM.\n\nCarol"],
+    ["45", "FlightTracker Alerts", "alerts@flighttracker.com", "Price drop: SFO to SEA", "2024-07-13T11:00:00", "Fares for your saved route dropped to $89."],
+    ["46", "Lisa Anderson", "lisa.anderson@example.com", "Lunch today?", "2024-07-15T09:05:00", "Are you free for lunch at 12:30?"],
+    ["47", "Mark Thompson", "mark.thompson@example.com", "Standup notes", "2024-07-15T08:40:00", "Notes from this morning's standup are in the team folder.", "s"],
+    ["48", "Uber Receipts", "receipts@uber.com", "Your Monday morning trip", "2024-07-15T07:55:00", "Thanks for riding with us. Total: $18.42."],
+    ["49", "Jennifer Garcia", "jennifer.garcia@example.com", "Photos from the retreat", "2024-06-10T20:00:00", "I uploaded the retreat photos to the shared album.", "sr"],
+    ["50", "Zoom", "noreply@zoom.us", "Cloud recording is now available", "2024-06-07T10:00:00", "The recording of Weekly sync is ready to view.", "r"],
+    ["51", "Paul Martinez", "paul.martinez@example.com", "Book club pick", "2024-06-05T18:30:00", "This month's pick is The Left Hand of Darkness.", "r"],
+    ["52", "City Library", "events@citylibrary.org", "Spring reading challenge", "2024-04-20T09:00:00", "Join the spring reading challenge and win prizes.", "r"],
+    ["53", "Gregory Hall", "gregory.hall@example.com", "Tax documents 2023", "2024-04-10T14:00:00", "Here are the tax documents for 2023. Please keep them for your records.", "sr"],
+    ["54", "Karen Young", "karen.young@example.com", "Old photos", "2024-03-28T19:00:00", "I found some old photos from our trip.", "r"],
+    ["55", "Steven Clark", "steven.clark@example.com", "March meetup", "2024-03-15T12:00:00", "Thanks for coming to the March meetup.", "r"],
+    ["56", "Meetup", "notifications@meetup.com", "Event notification: spring hack night", "2024-03-02T10:00:00", "A new event was posted in one of your groups.", "r"],
+  ];
+
+  function realMailbox() {
+    const emails = {};
+    ROWS.forEach(function (row) {
+      const flags = row[6] || "";
+      emails[row[0]] = {
+        id: row[0], from: row[2], fromName: row[1], to: [ME.email], cc: [], subject: row[3], content: row[5],
+        date: row[4], isRead: flags.indexOf("r") !== -1, starred: flags.indexOf("s") !== -1,
+        trash: false, sent: false, draft: false, archived: false,
+      };
+    });
+    return emails;
+  }
+
   HALO.defineSite({
     site: "gomail",
     collections: { emails: "email.emails" },
     me: ME,
     now: "2024-07-15T10:30:00",
     initialState: function (seed, config) {
+      if (config.dataset === "real") {
+        // REAL's v2 tasks (real-offline.gomail-<n>): the mailbox their eval scripts name by id.
+        return { email: { emails: realMailbox(), customLabels: {}, snoozed: {} }, ui: { snackbar: { message: "" } } };
+      }
       const emails = {};
       FIXED.concat(filler(Number(config.data_seed || 0))).forEach(function (m) { emails[m.id] = m; });
       return { email: { emails: emails }, ui: { snackbar: { message: "" } } };
