@@ -1,0 +1,158 @@
+"""Search versus sampling at an equal env-step budget (issue 18, measurement 1).
+
+For each (task, seed): one MCTS search (``halo_trainer.mcts.search``) uses E env steps; then
+independent sampled episodes of the same task and seed (one sample per step, the same temperature
+and horizon, the trainer's own episode code) are played until they have used E env steps. Reported:
+the share of (task, seed) on which each found a success, with 95% Wilson intervals.
+
+    python scripts/search_vs_sampling.py --task local.playground-7 --task local.playground-9 --seeds 5
+    python scripts/search_vs_sampling.py --domain playground --seeds 3 --simulations 10 --out svs.json
+
+Runs against the local stack (env, reward, vLLM as the usual HALO_TRAINER_* settings name them),
+with the base model. An env step is one executed action: the search's restores, forks and snapshots
+are not counted (they re-enter states, which sampling never needs), and an answer that does not
+parse takes no env step in either method. A sampled episode that would pass the budget counts only
+if it succeeded within it (a success is an episode's last step, so it does not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from halo.clients import EnvClient, RewardClient
+from halo.schemas import GroupMode, PolicyVersion, RolloutJob
+from halo.settings.trainer import TrainerSettings
+from halo_trainer.config import load_defaults, profile_for, sampling_for
+from halo_trainer.mcts.search import search
+from halo_trainer.mcts.settings import MCTSConfig
+from halo_trainer.metrics import wilson_interval
+from halo_trainer.rollout import Services, _episode
+from halo_trainer.worker import policy_client
+
+
+async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episodes: int) -> dict:
+    """Sampled episodes until ``budget`` env steps are used or one succeeds."""
+    used = episodes = 0
+    success = False
+    while used < budget and episodes < max_episodes and not success:
+        transitions, summary = await _episode(svc, job, episodes)
+        steps = sum(t.action is not None for t in transitions)
+        episodes += 1
+        if used + steps > budget:
+            used = budget
+            break
+        used += steps
+        success = bool(summary.success)
+    return {"success": success, "episodes": episodes, "env_steps": used}
+
+
+def share(outcomes: list[bool]) -> dict:
+    low, high = wilson_interval(sum(outcomes), len(outcomes))
+    return {"successes": sum(outcomes), "n": len(outcomes), "ci_low": low, "ci_high": high}
+
+
+async def compare(args: argparse.Namespace) -> dict:
+    settings = TrainerSettings()
+    run_id = f"svs-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = Path(args.run_dir) if args.run_dir else settings.runs_dir / run_id
+    sampling = sampling_for(load_defaults(settings.rl_config), profile_for(settings.target))
+    cfg = MCTSConfig(
+        simulations=args.simulations,
+        ucb_c=args.ucb_c,
+        max_children=args.max_children,
+        max_depth=args.max_depth,
+        critic="progress",
+    )
+    rows = []
+    async with policy_client(settings) as policy:
+        version = PolicyVersion(run_id=run_id, version=0, adapter_name=policy.base_model, created_at=time.time())
+
+        async def current(_: str) -> PolicyVersion:
+            return version
+
+        env = EnvClient(settings.env_url, timeout_s=settings.request_timeout_s)
+        reward = RewardClient(settings.reward_url, timeout_s=settings.request_timeout_s)
+        svc = Services(env=env, policy=policy, reward=reward, current_policy=current)
+        tasks = args.task or [t.id for t in await env.tasks(args.domain)]
+        async with env.hold_lease(run_id):
+            for task in tasks:
+                for seed in range(args.first_seed, args.first_seed + args.seeds):
+                    job = RolloutJob(
+                        job_id=f"{run_id}-{task}-{seed}",
+                        run_id=run_id,
+                        task_id=task,
+                        group_id=f"{run_id}-{task}-{seed}",
+                        group_mode=GroupMode.EPISODE,
+                        group_size=1,
+                        policy=version,
+                        temperature=args.temperature,
+                        seed=seed,
+                        max_steps=args.max_depth,
+                        sampling=sampling,
+                    )
+                    started = time.perf_counter()
+                    found = await search(svc, job, cfg, run_dir)
+                    searched_s = time.perf_counter() - started
+                    budget = found.tree.record.env_steps
+                    sampled_job = job.model_copy(update={"job_id": f"{job.job_id}-sampled"})
+                    started = time.perf_counter()
+                    sampled = await sampled_within(svc, sampled_job, budget, args.max_episodes)
+                    row = {
+                        "task": task,
+                        "seed": seed,
+                        "env_steps": budget,
+                        "mcts_success": bool(found.tree.summary()["success_found"]),
+                        "mcts_nodes": len(found.tree.record.nodes),
+                        "mcts_s": round(searched_s, 1),
+                        "reentry_mismatches": found.reentry_mismatches,
+                        "sampled_success": sampled["success"],
+                        "sampled_episodes": sampled["episodes"],
+                        "sampled_env_steps": sampled["env_steps"],
+                        "sampled_s": round(time.perf_counter() - started, 1),
+                        "tree": str(found.path),
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+        await env.aclose()
+        await reward.aclose()
+    return {
+        "settings": cfg.model_dump(mode="json"),
+        "temperature": args.temperature,
+        "sampling": sampling.model_dump(mode="json"),
+        "rows": rows,
+        "mcts": share([r["mcts_success"] for r in rows]),
+        "sampled": share([r["sampled_success"] for r in rows]),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--domain", default="playground")
+    p.add_argument("--task", action="append", help="task id (repeatable); default: every task of the domain")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per task")
+    p.add_argument("--first_seed", type=int, default=0)
+    p.add_argument("--simulations", type=int, default=10)
+    p.add_argument("--ucb_c", type=float, default=1.414)
+    p.add_argument("--max_children", type=int, default=5)
+    p.add_argument("--max_depth", type=int, default=6, help="the search's depth limit and the episodes' max_steps")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--max_episodes", type=int, default=200, help="sampled episodes per (task, seed) at most")
+    p.add_argument("--run_dir", help="where trees and snapshots go; default: <runs dir>/svs-<time>")
+    p.add_argument("--out", help="write the results as JSON here")
+    args = p.parse_args()
+    report = asyncio.run(compare(args))
+    for name in ("mcts", "sampled"):
+        r = report[name]
+        print(f"{name:<8} {r['successes']}/{r['n']}  95% [{r['ci_low']:.2f}, {r['ci_high']:.2f}]")
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
