@@ -256,3 +256,30 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
         await env.aclose()
         await svc.policy.aclose()
         await svc.reward.aclose()
+
+
+def _script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "search_vs_sampling.py"
+    spec = importlib.util.spec_from_file_location("search_vs_sampling", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_sampled_episodes_stay_within_the_search_budget():
+    sampled_within = _script().sampled_within
+    job = job_for(group_mode="episode", group_size=1, max_steps=2)
+    # clicks only: each episode is cut at 2 steps; the third would pass a budget of 5 and does not count
+    env = EnvStandIn()
+    out = await sampled_within(services(env=env, policy=PolicyStandIn(lambda n, i: [click(100)])), job, 5, 50)
+    assert out == {"success": False, "episodes": 3, "env_steps": 5}
+    assert env.sessions == {}
+    # a success ends the search for one
+    out = await sampled_within(services(policy=PolicyStandIn(lambda n, i: [SUCCESS])), job, 5, 50)
+    assert out == {"success": True, "episodes": 1, "env_steps": 1}
+    # answers that never parse take no env step: bounded by max_episodes
+    out = await sampled_within(services(policy=PolicyStandIn(lambda n, i: [None])), job, 5, 4)
+    assert out == {"success": False, "episodes": 4, "env_steps": 0}
