@@ -98,7 +98,39 @@
     return p;
   }
 
-  const CATALOG = ROWS.map(product);
+  // REAL's v2 Omnizon tasks (real-offline.omnizon-<n>, config.dataset "real") name products by
+  // REAL's ids ("16" the PS5 controller, "212"/"215" the cooking pots, ...): those products, with
+  // distractors, replace the local items that would answer a REAL goal yet carry no REAL id.
+  const REAL_ROWS = [
+    ["16", "electronics", "PlayStation DualSense Wireless Controller for PS5, Midnight Black", "PlayStation", 69.99, 4.8, 41230, "mouse", "#1b1b1f", "ps5 controller gaming gamepad wireless playstation"],
+    ["15", "electronics", "PlayStation 5 Console, Digital Edition", "PlayStation", 449.99, 4.8, 18820, "tablet", "#f2f2f2", "ps5 console gaming playstation video game"],
+    ["18", "electronics", "Xbox Wireless Controller, Carbon Black", "Xbox", 59.99, 4.7, 30110, "mouse", "#2b2b2b", "xbox controller gaming gamepad wireless"],
+    ["192", "electronics", "RetroPlay Handheld Gaming Console with 400 Classic Games", "RetroPlay", 39.99, 4.3, 6120, "tablet", "#d62828", "gaming console handheld retro video game"],
+    ["193", "electronics", "HyperStrike Gaming Headset with Microphone for PS5 and PC", "HyperStrike", 49.99, 4.4, 9050, "headphones", "#222222", "gaming headset headphones microphone ps5"],
+    ["40", "electronics", "SoundCore Q30 Over-Ear Headphones, Active Noise Cancelling", "SoundCore", 79.99, 4.5, 22010, "headphones", "#37474f", "headphones over-ear noise cancelling bluetooth audio"],
+    ["41", "electronics", "BassBuds Wired In-Ear Earbuds with Mic", "BassBuds", 9.99, 4.0, 5230, "earbuds", "#fafafa", "earbuds wired in-ear audio"],
+    ["42", "electronics", "StudioPro Wireless Headphones, Hi-Res Audio", "StudioPro", 249.99, 4.6, 3010, "headphones", "#8d99ae", "headphones wireless hi-res audio premium"],
+    ["114", "sports", "Champion Sports Ball Pack: Soccer Ball, Basketball, Football and Volleyball", "Champion Sports", 59.99, 4.6, 2870, "ball", "#e85d04", "sports balls ball pack soccer basketball football volleyball"],
+    ["159", "home", "Coleshome 40 Inch Computer Desk, Modern Simple Style Office Desk", "Coleshome", 69.99, 4.5, 15230, "lamp", "#8d5524", "desk computer desk office table 40 inch"],
+    ["158", "home", "Coleshome 55 Inch Computer Desk with Storage Shelf", "Coleshome", 99.99, 4.4, 6120, "lamp", "#5c3d2e", "desk computer desk office table 55 inch"],
+    ["160", "home", "ErgoSeat Ergonomic Office Chair, Mesh Back with Lumbar Support", "ErgoSeat", 129.99, 4.3, 11020, "lamp", "#333333", "office chair desk chair ergonomic"],
+    ["167", "home", "TravelRest Memory Foam Neck Pillow", "TravelRest", 24.99, 4.4, 8810, "pillow", "#5a7d9a", "neck pillow memory foam travel pain support"],
+    ["170", "home", "CloudNeck Cervical Neck Pillow for Neck Pain Relief", "CloudNeck", 34.99, 4.3, 5120, "pillow", "#f0efeb", "neck pillow cervical pain relief support sleep"],
+    ["212", "home", "Cuisinart 8-Quart Stainless Steel Stock Pot with Cover", "Cuisinart", 49.99, 4.7, 12840, "pot", "#c0c4c8", "cooking pot stock pot stockpot cookware kitchen"],
+    ["215", "home", "Lodge 6-Quart Enameled Cast Iron Dutch Oven Cooking Pot", "Lodge", 79.99, 4.8, 30120, "pot", "#c1121f", "cooking pot dutch oven cookware kitchen"],
+    ["91", "home", "Hudson Durable Goods Chef Apron with Pockets, Adjustable", "Hudson", 19.99, 4.6, 14020, "shirt", "#3d405b", "apron kitchen cooking chef"],
+    ["230", "home", "Flatware Silverware Set, 20 Pieces, Service for 4 (Spoons, Forks, Knives)", "Lianyu", 24.99, 4.7, 25010, "knife", "#b0b0b0", "silverware flatware cutlery set spoons forks knives"],
+    ["250", "home", "Zinus Queen Size Metal Platform Bed Frame", "Zinus", 159.99, 4.5, 62010, "pillow", "#444444", "bed frame queen platform metal bedroom"],
+    ["251", "home", "Zinus Twin Size Metal Bed Frame", "Zinus", 99.99, 4.4, 18020, "pillow", "#555555", "bed frame twin metal bedroom"],
+  ];
+  // The local items REAL's goals would otherwise match (a stock pot, a saucepan, a basketball).
+  const REAL_REPLACES = ["p11", "p19", "p46"];
+  // The page builds its catalog before HALO knows the episode, so it reads the episode's config
+  // (written by /config) from storage itself.
+  const META = JSON.parse(localStorage.getItem("halo:omnizon:meta") || "{}");
+  const REAL = ((META && META.config) || {}).dataset === "real";
+  const CATALOG = REAL ?
+    ROWS.filter(function (r) { return REAL_REPLACES.indexOf(r[0]) === -1; }).concat(REAL_ROWS).map(product) : ROWS.map(product);
   const BY_ID = {};
   CATALOG.forEach(function (p) { BY_ID[p.id] = p; });
 
@@ -126,6 +158,13 @@
     cents: cents,
     line: line,
     initialState: function (seed, config) {
+      if (config.dataset === "real") {
+        // REAL's state also holds the path and the search (its eval scripts read both).
+        return {
+          cart: { items: {} }, order: { orders: {} }, router: { location: { pathname: "/" } },
+          filter: { searchQuery: "", searchInputValue: "" },
+        };
+      }
       const items = {};
       Object.keys(config.cart || {}).sort().forEach(function (id) {
         if (BY_ID[id]) items[id] = line(id, Number(config.cart[id]) || 1);
