@@ -54,33 +54,74 @@ def test_reference_solution_succeeds(clones, task_id):
         http.delete(f"/sessions/{obs['session_id']}")
 
 
+def _park_a_page(http, task_id: str, action: dict) -> None:
+    """Leave a page parked at the task's app, in another state than the reset's, cursor moved:
+    a closed session's context stays at its app for the next rewind."""
+    sid = create(http, task_id=task_id, run_id="another-run")["observation"]["session_id"]
+    step(http, sid, **action)
+    http.delete(f"/sessions/{sid}")
+
+
+def _same_from_here(http, a_sid: str, b_sid: str, actions: list[dict]) -> None:
+    """The same actions in two sessions give the same screenshots and site states, step by step."""
+    for action in actions:
+        a = step(http, a_sid, **action)
+        b = step(http, b_sid, **action)
+        assert a["observation"]["screenshot"]["sha256"] == b["observation"]["screenshot"]["sha256"], action
+        assert a["observation"]["site_state"] == b["observation"]["site_state"], action
+        assert a["terminated"] == b["terminated"]
+        if a["terminated"]:
+            assert a["info"]["task_success"] == b["info"]["task_success"]
+            break
+
+
+@pytest.mark.parametrize("method", ["snapshot", "rewind"])
 @pytest.mark.parametrize("task_id", _first_task_per_site())
-def test_clone_fork_is_exact(clones, task_id):
-    """Fork at the reset state, then run the reference solution in parent and fork side by side."""
+def test_clone_fork_is_exact(clones, task_id, method):
+    """Fork by each re-entry method, then run the reference solution in parent and fork side by side.
+    The rewind fork goes into a page parked at the app by an earlier session, which had moved its
+    cursor and changed the page: nothing of that may show."""
     env, _ = clones
     solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
     actions = [a for a in solution if a["action"] not in ("terminate", "answer")]
     with client(env) as http:
         parent = create(http, task_id=task_id)["observation"]
         sid = parent["session_id"]
+        if method == "rewind":
+            _park_a_page(http, task_id, actions[-1])
         if len(actions) > 1:  # fork mid-episode when the solution is long enough
             parent = step(http, sid, **actions.pop(0))["observation"]
-        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1})
+        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": method})
         assert fork.status_code == 200, fork.text
-        assert fork.json()["method"] == "snapshot"
+        assert fork.json()["method"] == method
         child = fork.json()["sessions"][0]["observation"]
         assert child["site_state"] == parent["site_state"]
+        assert child["axtree"] == parent["axtree"]
         assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]
-        for action in actions:
-            a = step(http, sid, **action)
-            b = step(http, child["session_id"], **action)
-            assert a["observation"]["screenshot"]["sha256"] == b["observation"]["screenshot"]["sha256"]
-            assert a["observation"]["site_state"] == b["observation"]["site_state"]
-            assert a["terminated"] == b["terminated"]
-            if a["terminated"]:
-                assert a["info"]["task_success"] == b["info"]["task_success"]
-                break
+        _same_from_here(http, sid, child["session_id"], actions)
         for s in (sid, child["session_id"]):
+            http.delete(f"/sessions/{s}")
+
+
+@pytest.mark.parametrize("task_id", _first_task_per_site())
+def test_a_reset_by_rewind_equals_the_sites_reset(clones, task_id):
+    """A repeated reset of a task rewinds a parked page to the state the first reset's /config
+    built: the same screen, ids and site state, and the same after the reference solution's steps."""
+    env, _ = clones
+    solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
+    actions = [a for a in solution if a["action"] not in ("terminate", "answer")]
+    with client(env) as http:
+        first = create(http, task_id=task_id, run_id="rewind-test")  # a run's first reset: its /config
+        sid = first["observation"]["session_id"]
+        assert first["info"]["method"] == "setup"
+        _park_a_page(http, task_id, actions[-1])
+        second = create(http, task_id=task_id, run_id="rewind-test")
+        assert second["info"]["method"] == "rewind"
+        a, b = first["observation"], second["observation"]
+        assert b["screenshot"]["sha256"] == a["screenshot"]["sha256"]
+        assert b["site_state"] == a["site_state"] and b["axtree"] == a["axtree"] and b["url"] == a["url"]
+        _same_from_here(http, sid, b["session_id"], actions)
+        for s in (sid, b["session_id"]):
             http.delete(f"/sessions/{s}")
 
 

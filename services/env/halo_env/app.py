@@ -122,7 +122,7 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
 
     @app.post("/sessions/{session_id}/fork", response_model=ForkResponse, tags=["sessions"])
     async def fork(session_id: str, body: ForkRequest, m: Manager) -> ForkResponse:
-        return await m.fork(session_id, body.n)
+        return await m.fork(session_id, body.n, body.method)
 
     @app.get("/sessions/{session_id}/snapshot", response_model=Snapshot, tags=["sessions"])
     async def snapshot(session_id: str, m: Manager) -> Snapshot:

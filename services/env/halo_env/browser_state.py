@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from playwright.async_api import Route
+from playwright.async_api import Page, Route
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from halo.schemas import Snapshot
-from halo_env.page_js import CAPTURE, QUIET_POINTER_OFF, QUIET_POINTER_ON, RESTORE_PAGE, SEED_STORAGE
+from halo_env.page_js import CAPTURE, QUIET_POINTER_OFF, QUIET_POINTER_ON, RESTORE_PAGE, REWIND, SEED_STORAGE
 from halo_env.pool import Lease
 
 _BLANK = "<!doctype html><html><head><title></title></head><body></body></html>"
@@ -29,6 +29,28 @@ async def capture(
     page = await asyncio.wait_for(lease.page.evaluate(CAPTURE), evaluate_timeout_s)
     cookies = await asyncio.wait_for(lease.context.cookies(), evaluate_timeout_s)
     return {"url": lease.page.url, "cookies": cookies, "page": page, "pointer": list(pointer)}
+
+
+def rewind_url(state: dict[str, Any]) -> str | None:
+    """The clone app document a page must show for ``rewind`` to rebuild ``state`` in it, if any."""
+    app = (state.get("page") or {}).get("app")
+    return app if isinstance(app, str) and state["url"].split("#")[0] == app else None
+
+
+async def rewind(lease: Lease, state: dict[str, Any]) -> None:
+    """Rebuild ``state`` in a page that already shows its clone app (``rewind_url``): no navigation.
+
+    Cookies and storage are replaced, the app re-renders from them (``REWIND``), then the DOM
+    details and the cursor are put back as ``restore`` does. The cursor of the page's previous
+    session is moved off the page first, so no hover state survives from it.
+    """
+    page, context = lease.page, lease.context
+    await context.clear_cookies()
+    if state.get("cookies"):
+        await context.add_cookies(state["cookies"])
+    dom = state.get("page") or {}
+    await page.evaluate(REWIND, {"url": state["url"], "local": dom.get("local", {}), "session": dom.get("session", {})})
+    await _restore_dom(page, dom, state.get("pointer"), off_page=True)
 
 
 async def restore(lease: Lease, state: dict[str, Any]) -> None:
@@ -52,15 +74,22 @@ async def restore(lease: Lease, state: dict[str, Any]) -> None:
         finally:
             await page.unroute(blank, serve_blank)
     await page.goto(state["url"], wait_until="load")
+    await _restore_dom(page, dom, state.get("pointer"), off_page=False)
+
+
+async def _restore_dom(page: Page, dom: dict[str, Any], pointer: list | None, off_page: bool) -> None:
     await page.evaluate(RESTORE_PAGE, dom)
-    x, y = (state.get("pointer") or [None, None])[:2]
-    if x is not None and y is not None:
-        # Hover styles need the cursor in place; the page must not see it arrive (see QUIET_POINTER_ON).
-        await page.evaluate(QUIET_POINTER_ON)
-        try:
-            await page.mouse.move(x, y)
-        finally:
-            await page.evaluate(QUIET_POINTER_OFF)
+    x, y = (pointer or [None, None])[:2]
+    if x is None or y is None:
+        if not off_page:
+            return
+        x, y = -1, -1  # where a fresh page's cursor is: nowhere over it
+    # Hover styles need the cursor in place; the page must not see it arrive (see QUIET_POINTER_ON).
+    await page.evaluate(QUIET_POINTER_ON)
+    try:
+        await page.mouse.move(x, y)
+    finally:
+        await page.evaluate(QUIET_POINTER_OFF)
 
 
 class _Loose(BaseModel):

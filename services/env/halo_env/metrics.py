@@ -10,7 +10,8 @@ STEP_SECONDS = Histogram(
     "Wall time of one step (action, settle, observation)",
     buckets=(0.05, 0.1, 0.2, 0.5, 1, 2, 5, 15),
 )
-RESETS = Counter("env_resets_total", "Sessions created", ["kind"])  # reset | fork | restore
+# kind: reset | fork | restore; method: setup (the site's /config) | rewind | snapshot | replay
+RESETS = Counter("env_resets_total", "Sessions created", ["kind", "method"])
 RESET_SECONDS = Histogram(
     "env_reset_seconds", "Wall time of creating one session", buckets=(0.1, 0.25, 0.5, 1, 2, 5, 15)
 )

@@ -1,8 +1,9 @@
 """Open a session's page in a freshly leased context and observe it: the one sequence behind a
 reset, a fork, a restore and a recovery.
 
-The page is brought to the session's state either by restoring a captured browser state
-(``browser_state.restore``, the clones) or by the task's reset followed by a replay of the
+The page is brought to the session's state by rewinding a page parked at the clone's app
+(``browser_state.rewind``, no page load), by restoring a captured browser state in a fresh context
+(``browser_state.restore``, the clones), or by the task's reset followed by a replay of the
 session's action prefix (replay-fork backends). The whole sequence runs under one budget that
 grows with the prefix.
 """
@@ -29,14 +30,18 @@ class PageOpener:
         self.s = settings
         self.observer = observer
 
-    async def open(self, session: Session, state: dict[str, Any] | None) -> tuple[Observation, dict[str, Any]]:
-        """Bring ``session.lease`` to the session's state and observe it; raises on any browser failure."""
+    async def open(
+        self, session: Session, state: dict[str, Any] | None, rewind: bool = False
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Bring ``session.lease`` to the session's state and observe it; raises on any browser failure.
+
+        ``rewind``: the lease's page shows ``state``'s clone app already (a parked context)."""
         budget = self.s.navigation_timeout_s * 2 + self.s.step_timeout_s * (1 + len(session.actions))
-        await asyncio.wait_for(self._build(session, state), budget)
+        await asyncio.wait_for(self._build(session, state, rewind), budget)
         return await asyncio.wait_for(self.observer.observe(session), self.s.step_timeout_s)
 
-    async def _build(self, session: Session, state: dict[str, Any] | None) -> None:
-        """Restore a capture, or reset + replay."""
+    async def _build(self, session: Session, state: dict[str, Any] | None, rewind: bool) -> None:
+        """Rewind or restore a capture, or reset + replay."""
         lease = session.lease
         lease.guard.configure(session.backend.allowed_origins(session.task) | set(self.s.extra_allowed_origins))
 
@@ -45,7 +50,13 @@ class PageOpener:
             session.popups.add(task)
             task.add_done_callback(session.popups.discard)
 
+        if lease.popup_listener is not None:  # a parked page still carries its previous session's
+            lease.page.remove_listener("popup", lease.popup_listener)
+        lease.popup_listener = on_popup
         lease.page.on("popup", on_popup)
+        if state is not None and rewind:
+            await browser_state.rewind(lease, state)
+            return
         if state is not None:
             await browser_state.restore(lease, state)
             return

@@ -73,8 +73,11 @@ _CAPTURE_FN = r"""
     const r = sel.getRangeAt(0);
     selection = {start: point(r.startContainer, r.startOffset), end: point(r.endContainer, r.endOffset)};
   }
+  // A clone app that can re-render itself from storage (halo_sites' HALO.mount): a page showing
+  // this document can be rewound to the state in place (browser_state.rewind).
+  const app = window.__HALO__ && typeof window.__HALO__.render === 'function' ? location.href.split('#')[0] : null;
   return {origin: location.origin, local: dump(() => localStorage), session: dump(() => sessionStorage),
-          scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus, selection};
+          scroll: {x: scrollX, y: scrollY}, scrolled, fields, focus, selection, app};
 }
 """
 
@@ -213,6 +216,21 @@ SEED_STORAGE = r"""(s) => {
   sessionStorage.clear();
   for (const [k, v] of Object.entries(s.local || {})) localStorage.setItem(k, v);
   for (const [k, v] of Object.entries(s.session || {})) sessionStorage.setItem(k, v);
+}"""
+
+# Rewinds a page that shows the clone app already: storage replaced, the URL's hash set without a
+# navigation (replaceState fires no hashchange), and the app's render() rebuilds the screen from
+# them, as a load would. The old document's selection and focus go first: a load starts without.
+REWIND = r"""(s) => {
+  document.getSelection()?.removeAllRanges();
+  if (document.activeElement && document.activeElement.blur) document.activeElement.blur();
+  localStorage.clear();
+  sessionStorage.clear();
+  for (const [k, v] of Object.entries(s.local || {})) localStorage.setItem(k, v);
+  for (const [k, v] of Object.entries(s.session || {})) sessionStorage.setItem(k, v);
+  history.replaceState(null, '', s.url);
+  window.scrollTo(0, 0);
+  window.__HALO__.render();
 }"""
 
 # Runs on the restored page once it has loaded: the DOM state storage does not hold.

@@ -7,6 +7,11 @@ replaced on the next acquire; sessions that lived in it are told through ``on_br
 they can rebuild themselves elsewhere. A process is retired after handing out
 ``contexts_per_browser_lifetime`` contexts (Chromium leaks over thousands of contexts), and a
 context is closed after ``episodes_per_context`` episodes (cleared between them when reused).
+
+Parked contexts: a closed session whose page shows a local clone's app can be parked instead of
+closed (up to ``parked_contexts``, oldest evicted first, each reused ``rewinds_per_context``
+times). A later reset or fork of a session on the same app takes it and rewinds the page to its
+state in place (``browser_state.rewind``), skipping the page load that dominates a fresh context.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class _BrowserSlot:
     browser: Browser
     marker: str  # a Chromium switch only this process carries, to find its pids in /proc
     in_use: int = 0
+    parked: int = 0
     handed_out: int = 0
     alive: bool = True
     idle: list[Lease] = field(default_factory=list)  # cleared contexts waiting for reuse
@@ -57,6 +63,9 @@ class Lease:
     episodes: int = 0
     crashed: bool = False
     released: bool = False
+    app_url: str | None = None  # set when handed out parked: the clone app its page shows, ready to rewind
+    rewinds: int = 0
+    popup_listener: Callable[[Page], None] | None = None  # the session's, replaced when the page is reused
 
     @property
     def alive(self) -> bool:
@@ -73,6 +82,7 @@ class BrowserPool:
         self._closing = False
         self.on_browser_lost: Callable[[Browser], None] | None = None
         self._top_up_task: asyncio.Task | None = None
+        self._parked: dict[str, list[Lease]] = {}  # app url -> parked leases, oldest first
         self.browsers_launched = 0
         self.browsers_lost = 0
 
@@ -114,13 +124,18 @@ class BrowserPool:
                 s
                 for s in self._slots
                 if s.alive
-                and s.in_use + len(s.idle) < self._s.max_contexts_per_browser
+                and s.in_use + len(s.idle) + s.parked < self._s.max_contexts_per_browser
                 and s.handed_out < self._s.contexts_per_browser_lifetime
             ]
             if candidates:
                 return max(candidates, key=lambda s: s.in_use)
             if len(self._slots) < self._s.max_browsers:
                 return await self._launch()
+            # A parked page gives way to a session that needs a context.
+            for s in self._slots:
+                if s.alive and s.parked and s.handed_out < self._s.contexts_per_browser_lifetime:
+                    await self._evict_parked(s)
+                    return s
             # Every live process is full or retiring; a retiring one with no sessions can go now.
             for s in list(self._slots):
                 if s.in_use == 0:
@@ -138,8 +153,11 @@ class BrowserPool:
         logger.info("retired chromium %s after %d contexts", slot.marker, slot.handed_out)
 
     # -- contexts -------------------------------------------------------------------------------
-    async def acquire(self) -> Lease:
-        """A fresh (or cleared) context with one page; ``PoolExhausted`` after ``acquire_timeout_s``."""
+    async def acquire(self, app_url: str | None = None) -> Lease:
+        """A fresh (or cleared) context with one page; ``PoolExhausted`` after ``acquire_timeout_s``.
+
+        With ``app_url``, a context parked at that clone app is preferred: then ``lease.app_url``
+        equals it (the caller rewinds the page instead of loading it); otherwise it is None."""
         if self._closing:
             raise PoolExhausted("the pool is shutting down")
         try:
@@ -149,12 +167,63 @@ class BrowserPool:
                 f"all {self._s.max_browsers * self._s.max_contexts_per_browser} browser contexts are in use"
             ) from exc
         try:
-            lease = await self._new_or_reused()
+            lease = await self._unpark(app_url) if app_url else None
+            if lease is None:
+                lease = await self._new_or_reused()
+                lease.app_url = None
         except BaseException:
             self._capacity.release()
             raise
         lease.episodes += 1
         return lease
+
+    async def _unpark(self, app_url: str) -> Lease | None:
+        parked = self._parked.get(app_url) or []
+        while parked:
+            lease = parked.pop()  # the most recently parked: its page is the warmest
+            lease.slot.parked -= 1
+            if lease.alive and not lease.slot.retiring:
+                lease.slot.in_use += 1
+                lease.released = False
+                lease.rewinds += 1
+                return lease
+            await self._close_context(lease)
+        return None
+
+    async def park(self, lease: Lease, app_url: str) -> None:
+        """Keep a closed session's context open at ``app_url`` for a later rewind, or release it."""
+        if lease.released:
+            return
+        if (
+            self._s.parked_contexts == 0
+            or self._closing
+            or not lease.alive
+            or lease.rewinds >= self._s.rewinds_per_context
+            or lease.slot.handed_out >= self._s.contexts_per_browser_lifetime
+        ):
+            await self.release(lease, reusable=False)
+            return
+        lease.released = True
+        lease.app_url = app_url
+        slot = lease.slot
+        slot.in_use = max(0, slot.in_use - 1)
+        slot.parked += 1
+        self._parked.setdefault(app_url, []).append(lease)
+        self._capacity.release()
+        while sum(len(v) for v in self._parked.values()) > self._s.parked_contexts:
+            await self._evict_parked(None)
+
+    async def _evict_parked(self, slot: _BrowserSlot | None) -> None:
+        """Close the oldest parked context (of ``slot``, or of any browser)."""
+        for url, leases in self._parked.items():
+            for lease in leases:
+                if slot is None or lease.slot is slot:
+                    leases.remove(lease)
+                    if not leases:
+                        del self._parked[url]
+                    lease.slot.parked -= 1
+                    await self._close_context(lease)
+                    return
 
     async def _new_or_reused(self) -> Lease:
         for slot in self._slots:
@@ -212,7 +281,7 @@ class BrowserPool:
                     s
                     for s in self._slots
                     if s.alive
-                    and s.in_use + len(s.idle) < self._s.max_contexts_per_browser
+                    and s.in_use + len(s.idle) + s.parked < self._s.max_contexts_per_browser
                     and s.handed_out < self._s.contexts_per_browser_lifetime
                 ]
                 if not room:  # never launch a browser just to warm contexts
@@ -308,6 +377,7 @@ class BrowserPool:
             "browsers": len(self._slots),
             "contexts_in_use": sum(s.in_use for s in self._slots),
             "contexts_idle": sum(len(s.idle) for s in self._slots),  # warm or cleared, ready to lend
+            "contexts_parked": sum(s.parked for s in self._slots),  # at a clone's app, ready to rewind
             "capacity": self._s.max_browsers * self._s.max_contexts_per_browser,
             "browsers_launched": self.browsers_launched,
             "browsers_lost": self.browsers_lost,

@@ -2,7 +2,7 @@
 
     create(task)   lease a context -> backend.setup (the site's /config) -> observe
     step(action)   execute -> settle -> observe, all under one timeout -> at the end: /finish + evals
-    fork(n)        capture browser state -> n fresh contexts restored to it (or reset + replay)
+    fork(n)        capture browser state -> n contexts rewound or restored to it (or reset + replay)
     snapshot / restore, validate, close; a reaper closes idle sessions and those of expired leases
 
 An action the page cannot take is the agent's error: it is reported in the observation and the
@@ -55,6 +55,8 @@ from halo_env.session import ENDS_EPISODE, Session
 
 logger = logging.getLogger("halo.env.sessions")
 
+_INITIAL_STATES = 256  # reset states remembered for rewinds, least recently stored dropped first
+
 
 class SessionManager:
     def __init__(
@@ -68,6 +70,7 @@ class SessionManager:
         self.public_url = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
         self._sessions: dict[str, Session] = {}
         self._fork_slots = asyncio.Semaphore(settings.fork_parallelism)
+        self._initial_states: dict[tuple[str, int, str], dict[str, Any]] = {}  # (task, seed, run) -> reset state
         self.leases = LeaseBook(settings.lease_ttl_s)
         self.observer = PageObserver(settings, store, self.viewport, self.public_url)
         self.opener = PageOpener(settings, self.observer)
@@ -112,8 +115,19 @@ class SessionManager:
         if req.lease_id is not None:
             self.leases.live(req.lease_id)  # refuse before a context is taken
         run_id = req.run_id or self.s.real_run_id
+        # A reset of the clones is deterministic (task, seed, run id): the state its first
+        # observation captured is rewound into a parked page instead of loading /config again.
+        initial = self._initial_states.get((task.id, req.seed, run_id))
         return await self._spawn(
-            task, backend, req.max_steps, run_id, req.seed, state=None, kind="reset", lease_id=req.lease_id
+            task,
+            backend,
+            req.max_steps,
+            run_id,
+            req.seed,
+            state=None,
+            kind="reset",
+            lease_id=req.lease_id,
+            rewind_to=initial,
         )
 
     async def restore(self, snapshot: Snapshot) -> ResetResponse:
@@ -152,18 +166,27 @@ class SessionManager:
             answer=snapshot.answer,
         )
 
-    async def fork(self, session_id: str, n: int) -> ForkResponse:
+    async def fork(self, session_id: str, n: int, method: ForkMethod | None = None) -> ForkResponse:
+        """``n`` copies of the session. ``method`` None: rewind into parked pages where there are
+        some, snapshot restore for the rest (replay for replay backends); else only that method."""
         parent = self.get(session_id)
+        backend_method = parent.backend.fork_method
+        allowed = (
+            {ForkMethod.REWIND, ForkMethod.SNAPSHOT} if backend_method is ForkMethod.SNAPSHOT else {backend_method}
+        )
+        if method is not None and method not in allowed:
+            names = ", ".join(sorted(m.value for m in allowed))
+            raise ServiceError(422, f"{parent.task.id} forks by {names}, not {method.value}")
         async with parent.lock:
             await self.recovery.settled(parent)
             if parent.ended:
                 raise ServiceError(409, "the episode has ended; there is nothing to fork")
-            method = parent.backend.fork_method
             state = None
-            if method is ForkMethod.SNAPSHOT:
+            if backend_method is ForkMethod.SNAPSHOT:
                 state = await self.recovery.guarded(
                     browser_state.capture(parent.lease, self.s.evaluate_timeout_s, (parent.pointer.x, parent.pointer.y))
                 )
+            rewind_to = state if method in (None, ForkMethod.REWIND) else None
 
             async def child() -> ResetResponse:
                 async with self._fork_slots:
@@ -180,6 +203,7 @@ class SessionManager:
                         answer=parent.answer,
                         pointer=Pointer(parent.pointer.x, parent.pointer.y),
                         lease_id=parent.lease_id,  # a fork belongs to its parent's owner
+                        rewind_to=rewind_to,
                     )
 
             results = await asyncio.gather(*(child() for _ in range(n)), return_exceptions=True)
@@ -193,7 +217,10 @@ class SessionManager:
             if isinstance(first, ServiceError):
                 raise first
             raise ServiceError(502, f"fork failed: {type(first).__name__}: {str(first)[:200]}")
-        return ForkResponse(parent_id=parent.id, method=method, sessions=made)
+        used = {r.info["method"] for r in made}
+        # One method when every child used it; a mix (parked pages ran out) reports the slower.
+        overall = ForkMethod.REWIND if used == {ForkMethod.REWIND.value} else backend_method
+        return ForkResponse(parent_id=parent.id, method=overall, sessions=made)
 
     async def _spawn(
         self,
@@ -210,10 +237,14 @@ class SessionManager:
         answer: str | None = None,
         pointer: Pointer | None = None,
         lease_id: str | None = None,
+        rewind_to: dict[str, Any] | None = None,
     ) -> ResetResponse:
+        """A new session at ``state`` (None: the task's reset, and the replay of ``prefix``);
+        ``rewind_to`` is that state too, used instead when a page parked at its app is free."""
         t0 = time.perf_counter()
+        app_url = browser_state.rewind_url(rewind_to) if rewind_to is not None else None
         try:
-            lease = await self.pool.acquire()
+            lease = await self.pool.acquire(app_url)
         except PoolExhausted as exc:
             raise ServiceError(503, f"no browser context is free: {exc}; close sessions or retry later") from None
         except (PlaywrightError, TimeoutError) as exc:
@@ -232,8 +263,9 @@ class SessionManager:
             pointer=pointer or Pointer(),
             lease_id=lease_id,
         )
+        rewound = app_url is not None and lease.app_url == app_url
         try:
-            obs, checkpoint = await self.opener.open(session, state)
+            obs, checkpoint = await self.opener.open(session, rewind_to if rewound else state, rewind=rewound)
         except (PlaywrightError, InfraError, TimeoutError) as exc:
             await self.pool.discard(lease)
             detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
@@ -250,15 +282,23 @@ class SessionManager:
                 await self.pool.discard(lease)
                 raise
         self._sessions[session.id] = session
-        metrics.RESETS.labels(kind).inc()
         metrics.SESSIONS.set(len(self._sessions))
         seconds = time.perf_counter() - t0
         metrics.RESET_SECONDS.observe(seconds)
-        method = backend.fork_method.value if kind != "reset" else None
-        info = {"backend": backend.name, "kind": kind, "seconds": round(seconds, 4)}
-        if method:
-            info["method"] = method
+        if kind == "reset" and not rewound and backend.fork_method is ForkMethod.SNAPSHOT:
+            self._remember_initial((task.id, seed, run_id), checkpoint)
+        method = ForkMethod.REWIND.value if rewound else "setup" if kind == "reset" else backend.fork_method.value
+        metrics.RESETS.labels(kind, method).inc()
+        info = {"backend": backend.name, "kind": kind, "method": method, "seconds": round(seconds, 4)}
         return ResetResponse(observation=obs, info=info)
+
+    def _remember_initial(self, key: tuple[str, int, str], checkpoint: dict[str, Any]) -> None:
+        if browser_state.rewind_url(checkpoint) is None:
+            return
+        self._initial_states.pop(key, None)
+        self._initial_states[key] = checkpoint
+        while len(self._initial_states) > _INITIAL_STATES:
+            self._initial_states.pop(next(iter(self._initial_states)))
 
     # -- step -----------------------------------------------------------------------------------
     async def step(self, session_id: str, action: Action) -> StepResponse:
@@ -399,7 +439,11 @@ class SessionManager:
         async with session.lock:
             with contextlib.suppress(Exception):
                 await session.backend.teardown(session.lease.page)
-            await self.pool.release(session.lease, reusable=session.infra_errors == 0)
+            app_url = browser_state.rewind_url(session.checkpoint) if session.checkpoint else None
+            if app_url and session.infra_errors == 0 and session.lease.page.url.split("#")[0] == app_url:
+                await self.pool.park(session.lease, app_url)
+            else:
+                await self.pool.release(session.lease, reusable=session.infra_errors == 0)
         metrics.SESSIONS.set(len(self._sessions))
 
     async def reap(self) -> int:

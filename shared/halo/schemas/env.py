@@ -101,13 +101,17 @@ class StepRequest(Message):
     action: Action
 
 
-class ForkRequest(Message):
-    n: Annotated[int, Field(ge=1, le=32)]
-
-
 class ForkMethod(StrEnum):
+    REWIND = "rewind"  # browser state written into a page already showing the clone's app (no page load)
     SNAPSHOT = "snapshot"  # browser state (cookies, storage, URL) copied into fresh contexts
     REPLAY = "replay"  # action prefix replayed after a reset (sites whose state is server-side)
+
+
+class ForkRequest(Message):
+    n: Annotated[int, Field(ge=1, le=32)]
+    # None: the fastest the backend allows (rewind where a warm page waits, else snapshot; replay
+    # for replay backends). "snapshot" refuses the rewind path; "rewind" is the default's preference.
+    method: ForkMethod | None = None
 
 
 class SessionInfo(Message):

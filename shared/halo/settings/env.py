@@ -53,6 +53,15 @@ class EnvSettings(HaloSettings):
     warm_contexts: int = Field(
         2, ge=0, le=64, description="Fresh contexts kept ready in running browsers (cuts reset and fork latency)"
     )
+    parked_contexts: int = Field(
+        16,
+        ge=0,
+        le=256,
+        description="Closed clone sessions whose page stays open at the app, for resets and forks by rewind",
+    )
+    rewinds_per_context: int = Field(
+        200, ge=1, description="Sessions a parked page serves by rewind before its context is closed"
+    )
     contexts_per_browser_lifetime: int = Field(
         500, ge=1, description="Contexts a Chromium process hands out before it is retired and replaced (leaks)"
     )

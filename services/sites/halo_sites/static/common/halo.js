@@ -176,6 +176,13 @@
       window.__HALO__ = { site: def.site, finish: finish };
     },
     site: function () { return siteDef; },
+    /* The app's render(), which builds the whole screen from storage and the URL: called here on
+     * load, and by the environment (window.__HALO__.render) after it has rewritten storage and the
+     * URL's hash in place, which gives the screen a fresh load would, without a navigation. */
+    mount: function (render) {
+      window.__HALO__.render = render;
+      render();
+    },
     reset: reset,
     finish: finish,
     meta: function () { ensureEpisode(); return load("meta", {}); },

@@ -326,5 +326,5 @@
 
   window.addEventListener("hashchange", render);
   HALO.trackUi();
-  render();
+  HALO.mount(render);
 })();

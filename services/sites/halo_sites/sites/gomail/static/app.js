@@ -448,5 +448,5 @@
 
   window.addEventListener("hashchange", render);
   HALO.trackUi();
-  render();
+  HALO.mount(render);
 })();

@@ -199,5 +199,5 @@
   });
 
   HALO.trackUi();
-  render();
+  HALO.mount(render);
 })();

@@ -447,5 +447,5 @@
 
   window.addEventListener("hashchange", render);
   HALO.trackUi();
-  render();
+  HALO.mount(render);
 })();
