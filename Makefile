@@ -29,8 +29,8 @@ compose-test: setup  ## the Compose stack built and run here (CPU target): healt
 train: setup      ## train on DOMAIN (local stack started if needed); e.g. make train DOMAIN=omnizon
 	$(HALO) train --domain $(DOMAIN) $(if $(EPISODES),--episodes $(EPISODES),)
 
-eval: setup       ## greedy evaluation of the current policy on DOMAIN
-	$(HALO) stack up && $(PY) scripts/eval.py --domain $(DOMAIN) $(if $(ADAPTER),--adapter $(ADAPTER),)
+eval: setup       ## evaluate MODES (default qwen3vl_base) on DOMAIN (docs/evaluation.md)
+	$(HALO) stack up && $(HALO) eval --modes $(or $(MODES),qwen3vl_base) --domain $(DOMAIN)
 
 test: setup       ## every test tier: unit, contract, integration (Redis, Chromium, vLLM), end to end
 	$(PYTEST) -q

@@ -1,5 +1,5 @@
-"""Chat completions against the OpenAI API or any compatible server: the `gpt` baseline and the
-MCTS self-critique. It sends the prompt the policy sees (``halo.prompts``) and parses the answer
+"""Chat completions against the OpenAI API or any compatible server: the gpt modes (``halo.modes``)
+and the MCTS self-critique. It sends the prompt the policy sees (``halo.prompts``) and parses the answer
 with the policy's parser, over ``halo.transport`` (its errors and retries)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from halo.policy_client import Candidate
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages
 from halo.schemas.actions import Action
 from halo.schemas.env import Viewport
-from halo.settings.policy import PolicySettings
+from halo.settings.eval import EvalSettings
 from halo.transport import CallError, ServiceFailed, Transport
 
 SERVICE = "OpenAI API"
@@ -55,15 +55,12 @@ class OpenAIChatClient:
         )
 
     @classmethod
-    def from_settings(cls, settings: PolicySettings | None = None) -> OpenAIChatClient:
-        s = settings or PolicySettings()
+    def from_settings(cls, settings: EvalSettings, model: str, **overrides: Any) -> OpenAIChatClient:
+        """The client of ``model`` at the API the settings name (the gpt modes of ``halo.modes``)."""
         return cls(
-            s.openai_api_key.get_secret_value(),
-            s.openai_model,
-            base_url=s.openai_base_url,
-            timeout_s=s.openai_timeout_s,
-            max_retries=s.max_retries,
-            history_limit=s.history_limit,
+            settings.openai_api_key.get_secret_value(),
+            model,
+            **{"base_url": settings.openai_base_url, "timeout_s": settings.openai_timeout_s, **overrides},
         )
 
     async def __aenter__(self) -> OpenAIChatClient:
@@ -79,7 +76,9 @@ class OpenAIChatClient:
     async def chat(self, messages: list[dict[str, Any]], *, temperature: float = 0.0, max_tokens: int = 512) -> str:
         """One completion's text (the MCTS critic sends its own messages)."""
         if self._http is None:
-            raise OpenAIDisabled(SERVICE, "the OpenAI client is disabled: set HALO_POLICY_OPENAI_API_KEY to use it")
+            raise OpenAIDisabled(
+                SERVICE, "the OpenAI client is disabled: set HALO_EVAL_OPENAI_API_KEY (or OPENAI_API_KEY) to use it"
+            )
         body = {"model": self.model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
         response = await self._http.request("POST", "/chat/completions", json=body)
         try:

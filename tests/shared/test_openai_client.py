@@ -18,7 +18,7 @@ import pytest
 from halo.actions import format_tool_call
 from halo.openai_client import OpenAIChatClient, OpenAIDisabled
 from halo.schemas import Action
-from halo.settings.policy import PolicySettings
+from halo.settings.eval import EvalSettings
 from halo.transport import ServiceFailed, ServiceRejected
 from tests.http_stub import QuietHandler, ServedInThread
 from tests.policy.test_client_errors import PNG_1x1
@@ -104,7 +104,7 @@ async def test_a_refused_key_is_rejected_once_and_a_bad_answer_is_a_failure(api:
 
 
 async def test_is_disabled_without_a_key() -> None:
-    client = OpenAIChatClient.from_settings(PolicySettings(openai_api_key=""))
+    client = OpenAIChatClient.from_settings(EvalSettings(openai_api_key=""), "gpt-test")
     assert not client.enabled
     with pytest.raises(OpenAIDisabled, match="OPENAI_API_KEY"):
         await client.chat([{"role": "user", "content": "hi"}])

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import typer
@@ -15,8 +16,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from halo import modes as agent_modes
 from halo.cli import stack as local_stack
 from halo.schemas import RunSpec, RunState, RunStatus, Task
+from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 
 app = typer.Typer(help="HALO-Agent: online RL for a Qwen3-VL browser agent.", no_args_is_help=True)
@@ -24,10 +27,12 @@ stack_app = typer.Typer(help="The embedded local stack (every service as a local
 tasks_app = typer.Typer(help="Task registries.", no_args_is_help=True)
 model_app = typer.Typer(help="Models for the embedded default.", no_args_is_help=True)
 runs_app = typer.Typer(help="Training runs on the trainer's HTTP API.", no_args_is_help=True)
+modes_app = typer.Typer(help="Agent modes (docs/evaluation.md) and adapter promotion.", no_args_is_help=True)
 app.add_typer(stack_app, name="stack")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
 app.add_typer(runs_app, name="runs")
+app.add_typer(modes_app, name="modes")
 console = Console(soft_wrap=True)  # long URLs and paths stay on one line
 err = Console(stderr=True)
 
@@ -278,6 +283,79 @@ def model_build_tiny(
     args = [*(["--seed", str(seed)] if seed is not None else []), *(["--out", out] if out else [])]
     path = _service_module("halo_policy", "build-tiny", *args).strip().splitlines()[-1]
     console.print(f"tiny Qwen3-VL at {path}")
+
+
+# -- modes, evaluation, smoke test -------------------------------------------------------------
+@modes_app.command("list")
+def modes_list() -> None:
+    """The agent modes and what each would serve now."""
+    settings = EvalSettings()
+    table = Table("mode", "backend", "serves", "description")
+    for mode in agent_modes.MODES.values():
+        try:
+            if mode.backend == "openai":
+                serves = f"{agent_modes.openai_model(mode, settings)} at {settings.openai_base_url}"
+            elif mode.algorithm:
+                folder, name = agent_modes.promoted_adapter(mode, settings)
+                record = agent_modes.promotion_record(mode, settings) or {}
+                source = f" (run {record['run_id']} v{record['version']})" if record.get("run_id") else ""
+                serves = f"{name} from {folder}{source}"
+            else:
+                serves = "the served base model"
+        except agent_modes.ModeError as exc:
+            serves = f"[yellow]unavailable[/yellow]: {escape(str(exc))}"
+        table.add_row(mode.name, mode.backend, serves, mode.description)
+    console.print(table)
+
+
+@modes_app.command("promote")
+def modes_promote(
+    mode: str = typer.Argument(..., help="qwen3vl_grpo or qwen3vl_mcts"),
+    run: str = typer.Option(None, "--run", help="Run id whose adapter to promote (its folder under the data dir)"),
+    version: int = typer.Option(None, "--version", help="Adapter version v<k> of the run (default: its newest)"),
+    adapter: str = typer.Option(None, "--adapter", help="Or any PEFT adapter folder"),
+) -> None:
+    """Copy a run's adapter version to the mode's folder (checkpoints/<mode>_lora/)."""
+    settings = EvalSettings()
+    if (run is None) == (adapter is None):
+        _fail("name either --run (with an optional --version) or --adapter", 2)
+    try:
+        source = agent_modes.run_adapter(settings.runs_dir, run, version) if run else Path(adapter)
+        target = agent_modes.promote(mode, source, settings, run_id=run or "", version=_version_of(source))
+        _, served = agent_modes.promoted_adapter(agent_modes.get_mode(mode), settings)
+    except agent_modes.ModeError as exc:
+        _fail(str(exc), 2)
+    console.print(f"promoted {source} to {target}; evaluations load it into vLLM as {served}")
+
+
+def _version_of(folder: Path) -> int | None:
+    return int(folder.name[1:]) if folder.name[:1] == "v" and folder.name[1:].isdigit() else None
+
+
+@app.command(
+    "eval",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def evaluate(ctx: typer.Context) -> None:
+    """Evaluate agent modes side by side (`halo eval --help` lists the options; docs/evaluation.md).
+
+    Runs the trainer's evaluation entry point, which plays greedy episodes through the stack's
+    services and writes results, a table and a chart under the data folder.
+    """
+    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.evaluation", *ctx.args]).returncode)
+
+
+@app.command()
+def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:
+    """Every service healthy, one short episode per reachable backend, the target, what is missing."""
+    healthy = _print_status(local_stack.status())
+    if not healthy:
+        err.print("[red]missing[/red]  services: some are not alive or ready (`halo stack up` starts them)")
+        raise typer.Exit(1)
+    code = subprocess.run([sys.executable, "-m", "halo_trainer.smoke", "--max-steps", str(max_steps)]).returncode
+    if code:
+        err.print("[red]smoke test failed[/red]: see the `missing` lines")
+    raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover - console entry point

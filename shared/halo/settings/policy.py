@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from halo.schemas.rollout import StructuredMode as _StructuredMode
@@ -74,16 +74,6 @@ class PolicySettings(HaloSettings):
     connect_timeout_s: float = Field(5.0, gt=0, description="TCP connect timeout, s")
     max_retries: int = Field(3, ge=0, description="Retries of a failed idempotent call (connect errors, 502-504)")
     retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay, doubled per retry, s")
-
-    # --- OpenAI API (gpt baseline, MCTS critic) --------------------------------------------------
-    openai_api_key: SecretStr = Field(
-        SecretStr(""),
-        validation_alias=AliasChoices("HALO_POLICY_OPENAI_API_KEY", "OPENAI_API_KEY"),
-        description="OpenAI API key (HALO_POLICY_OPENAI_API_KEY or OPENAI_API_KEY); empty disables the gpt client",
-    )
-    openai_model: str = Field("gpt-4o", description="OpenAI model for the gpt baseline and the MCTS critic")
-    openai_base_url: str = Field("https://api.openai.com/v1", description="OpenAI-compatible API base URL")
-    openai_timeout_s: float = Field(60.0, gt=0, description="Timeout of one OpenAI request, s")
 
     @property
     def base_url(self) -> str:

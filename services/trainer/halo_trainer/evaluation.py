@@ -1,0 +1,315 @@
+"""The evaluation matrix: agent modes side by side on the same sampled tasks and seeds.
+
+    python -m halo_trainer.evaluation --modes qwen3vl_base qwen3vl_grpo --domain playground
+    python -m halo_trainer.evaluation --modes qwen3vl_base gpt4o_baseline --subset shopping \\
+        --task-registry configs/real_v2_task_registry.json --sample-size 30 --seed 42
+
+1. The task pool: ``--tasks``, else the registry snapshot's tasks (``--task-registry``) of the
+   sites ``--domain`` / ``--subset`` name, else the env service's tasks of those sites. The env
+   probes each site; tasks whose site does not answer are left out, and when none of a registry's
+   hosted tasks answers (offline) the local clones of the same sites stand in. The output says so.
+2. ``--sample-size`` tasks drawn with ``random.Random(seed)`` from the sorted pool, each played
+   ``--episodes-per-task`` times with seeds derived from ``--seed``: every mode sees the same
+   (task, seed) pairs.
+3. Each episode is one greedy episode of the trainer's own rollout code (``run_job``, purpose
+   eval). An episode that fails on infrastructure is replayed (``--infra-retries``); the failures
+   are counted apart and never scored.
+4. Results go to ``<data_dir>/eval/<id>/``: ``plan.json``, ``episodes.jsonl`` (one line per
+   finished episode, appended as it ends), ``results.json``, ``table.md`` and ``chart.png``. The id
+   is a digest of the plan, so the same command after an interruption resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import itertools
+import json
+import random
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from halo.clients import EnvClient, RewardClient
+from halo.modes import MODES, ModeError, get_mode
+from halo.schemas import GroupMode, RolloutJob, RolloutResult, SamplingParams, Task
+from halo.settings.eval import EvalSettings
+from halo.settings.trainer import TrainerSettings
+from halo.transport import CallError
+from halo_trainer import eval_report
+from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, sampling_for
+from halo_trainer.eval_stats import mode_summary, paired_test
+from halo_trainer.mode_policy import ModePolicy, open_mode, served_name
+from halo_trainer.rollout import Services, run_job
+
+# Groups of REAL v2 sites (and the local-only playground) that --subset names.
+SUBSETS: dict[str, tuple[str, ...]] = {
+    "shopping": ("omnizon", "dashdish"),
+    "travel": ("staynb", "marrisuite", "udriver", "opendining"),
+    "productivity": ("gomail", "gocalendar", "networkin", "topwork"),
+    "housing": ("zilloft",),
+    "local": ("playground",),
+}
+
+
+class EvalError(Exception):
+    """The evaluation cannot start as asked (the message says why)."""
+
+
+def _site(task_id: str) -> str:
+    # local.gomail-3 / v2.gomail-3 / real-offline.gomail-3 -> gomail
+    return task_id.split(".", 1)[-1].rsplit("-", 1)[0]
+
+
+def sample_tasks(pool: Sequence[str], size: int | None, seed: int) -> list[str]:
+    """``size`` tasks of ``pool`` (all when None), the same for the same pool and seed whatever its order."""
+    ordered = sorted(set(pool))
+    if size is None or size >= len(ordered):
+        return ordered
+    return sorted(random.Random(seed).sample(ordered, size))
+
+
+def episode_seeds(seed: int, episodes_per_task: int) -> list[int]:
+    """Held-out seeds (never a training seed: EVAL_SEED_OFFSET), derived from the evaluation's seed."""
+    return [EVAL_SEED_OFFSET + seed * 1000 + j for j in range(episodes_per_task)]
+
+
+def load_registry(path: Path) -> list[Task]:
+    try:
+        data = json.loads(path.read_text())
+        return [Task.model_validate(t) for t in (data["tasks"] if isinstance(data, dict) else data)]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EvalError(f"cannot read the task registry {path}: {exc}") from exc
+
+
+async def task_pool(env: EnvClient, args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The tasks to sample from and notes on what was left out or replaced."""
+    if args.tasks:
+        return list(args.tasks), []
+    registry = load_registry(Path(args.task_registry)) if args.task_registry else None
+    sites = list(args.domain or [])
+    for subset in args.subset or []:
+        if subset not in SUBSETS:
+            raise EvalError(f"unknown subset {subset!r}; subsets: {', '.join(SUBSETS)}")
+        sites += SUBSETS[subset]
+    if not sites:
+        if registry is None:
+            raise EvalError("name the tasks: --tasks, --domain, --subset or --task-registry")
+        sites = sorted({t.domain for t in registry})
+    notes: list[str] = []
+    reachable: dict[str, bool] = {}
+    for site in dict.fromkeys(sites):
+        try:
+            reachable |= {r.task_id: r.reachable for r in await env.reachability(site)}
+        except CallError as exc:
+            raise EvalError(f"cannot list and probe the {site} tasks on the env service: {exc}") from exc
+    if registry is not None:
+        wanted = [t.id for t in registry if t.domain in sites]
+        kept = [t for t in wanted if reachable.get(t)]
+        if kept:
+            if len(kept) < len(wanted):
+                notes.append(f"left out {len(wanted) - len(kept)} registry tasks whose site did not answer")
+            return kept, notes
+        notes.append(
+            f"none of the registry's {len(wanted)} tasks on {', '.join(dict.fromkeys(sites))} answered "
+            "(offline?): evaluating on the local clones of those sites instead"
+        )
+    hosted = {t.id for t in registry} if registry is not None else set()
+    pool = [t for t, ok in reachable.items() if ok and t not in hosted]
+    left = sum(not ok for t, ok in reachable.items() if t not in hosted)
+    if left:
+        notes.append(f"left out {left} tasks whose site did not answer")
+    if not pool:
+        raise EvalError(f"no reachable task on {', '.join(dict.fromkeys(sites))}; is the stack up (`halo stack up`)?")
+    return pool, notes
+
+
+def plan_id(plan: dict) -> str:
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def _job(
+    eval_id: str, mp: ModePolicy, task: str, seed: int, attempt: int, args, sampling: SamplingParams
+) -> RolloutJob:
+    job_id = f"{eval_id}-{mp.mode.name}-{task}-{seed}-a{attempt}"
+    return RolloutJob(
+        job_id=job_id,
+        run_id=f"eval-{eval_id}",
+        task_id=task,
+        group_id=job_id,
+        group_mode=GroupMode.EPISODE,
+        group_size=1,
+        policy=mp.version,
+        temperature=0.0,
+        seed=seed,
+        max_steps=args.max_steps,
+        purpose="eval",
+        sampling=sampling,
+    )
+
+
+def _record(mode: str, task: str, seed: int, result: RolloutResult | None, infra_failures: int) -> dict:
+    record = {"mode": mode, "task": task, "seed": seed, "site": _site(task), "infra_failures": infra_failures}
+    if result is None:
+        return record | {"scored": False, "success": None, "return": None, "steps": 0, "valid_actions": 0}
+    ep = result.episodes[0]
+    return record | {
+        "scored": True,
+        "success": bool(ep.success),
+        "return": ep.episode_return,
+        "steps": ep.steps,
+        "valid_actions": ep.valid_actions,
+        "actions": ep.actions,
+    }
+
+
+def _infra(result: RolloutResult) -> bool:
+    return bool(result.infra_error) or not result.episodes or any(e.infra_error for e in result.episodes)
+
+
+async def play(svc: Services, job_for, retries: int) -> tuple[RolloutResult | None, int]:
+    """One scored episode, replaying it after infrastructure failures; (None, n) when all failed."""
+    for attempt in range(retries + 1):
+        result = await run_job(svc, job_for(attempt))
+        if not _infra(result):
+            return result, attempt
+    return None, retries + 1
+
+
+def summarise(eval_id: str, plan: dict, records: list[dict]) -> dict:
+    by_mode = {m: [r for r in records if r["mode"] == m] for m in plan["modes"]}
+    return {
+        "eval_id": eval_id,
+        "plan": plan,
+        "modes": {m: mode_summary(rs) for m, rs in by_mode.items()},
+        "paired": [
+            {"a": a, "b": b, **paired_test(by_mode[a], by_mode[b])} for a, b in itertools.combinations(plan["modes"], 2)
+        ],
+    }
+
+
+def write_outputs(folder: Path, results: dict) -> None:
+    (folder / "results.json").write_text(json.dumps(results, indent=1))
+    (folder / "table.md").write_text(eval_report.markdown(results))
+    eval_report.chart(results, folder / "chart.png")
+
+
+def read_records(path: Path) -> list[dict]:
+    """Finished episodes; a line cut short by an interruption is dropped (that episode is replayed)."""
+    records = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    return records
+
+
+async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tuple[Path, dict]:
+    trainer, settings = TrainerSettings(), EvalSettings()
+    modes = list(dict.fromkeys(args.modes))
+    served = {m: served_name(get_mode(m), trainer, settings) for m in modes}  # refuses unusable modes first
+    sampling = sampling_for(load_defaults(trainer.rl_config), profile_for(trainer.target))
+    env = EnvClient(trainer.env_url, timeout_s=trainer.request_timeout_s)
+    reward = RewardClient(trainer.reward_url, timeout_s=trainer.request_timeout_s)
+    opened: list[ModePolicy] = []
+    try:
+        pool, notes = await task_pool(env, args)
+        tasks = sample_tasks(pool, args.sample_size, args.seed)
+        seeds = episode_seeds(args.seed, args.episodes_per_task)
+        plan = {
+            "modes": modes,
+            "served": served,
+            "tasks": tasks,
+            "seeds": seeds,
+            "max_steps": args.max_steps,
+            "sampling": sampling.model_dump(mode="json"),
+            "episodes_per_mode": len(tasks) * len(seeds),
+        }
+        eval_id = args.name or plan_id(plan)
+        folder = settings.results_dir / eval_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "plan.json").write_text(json.dumps(plan | {"notes": notes}, indent=1))
+        for note in notes:
+            say(f"note: {note}")
+        episodes = folder / "episodes.jsonl"
+        records = read_records(episodes)
+        done = {(r["mode"], r["task"], r["seed"]) for r in records}
+        total = len(modes) * plan["episodes_per_mode"]
+        say(f"evaluation {eval_id}: {len(modes)} modes x {len(tasks)} tasks x {len(seeds)} seeds -> {folder}")
+        if done:
+            say(f"resuming: {len(done)} of {total} episodes already played")
+        for name in modes:
+            opened.append(await open_mode(name, trainer, settings, f"eval-{eval_id}", sampling))
+
+        async def current(_: str):
+            raise AssertionError("evaluation jobs carry their policy version")
+
+        count = len(done)
+        for task, seed in itertools.product(tasks, seeds):
+            for mp in opened:
+                if (mp.mode.name, task, seed) in done:
+                    continue
+                svc = Services(env=env, policy=mp.policy, reward=reward, current_policy=current)
+                result, failures = await play(
+                    svc, lambda a, mp=mp, t=task, s=seed: _job(eval_id, mp, t, s, a, args, sampling), args.infra_retries
+                )
+                record = _record(mp.mode.name, task, seed, result, failures)
+                with episodes.open("a") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                records.append(record)
+                count += 1
+                outcome = "infra (unscored)" if not record["scored"] else ("success" if record["success"] else "fail")
+                say(f"[{count}/{total}] {mp.mode.name} {task} seed {seed}: {outcome}")
+    finally:
+        for mp in opened:
+            await mp.aclose()
+        await env.aclose()
+        await reward.aclose()
+    results = summarise(eval_id, plan | {"notes": notes}, records)
+    write_outputs(folder, results)
+    return folder, results
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Evaluate agent modes side by side on the same tasks and seeds.")
+    p.add_argument("--modes", nargs="+", required=True, metavar="MODE", help=f"of {', '.join(MODES)}")
+    p.add_argument("--domain", nargs="+", help="sites whose tasks form the pool (e.g. playground gomail)")
+    p.add_argument("--subset", nargs="+", help=f"groups of sites: {', '.join(SUBSETS)}")
+    p.add_argument("--tasks", nargs="+", help="exact task ids (no sampling pool)")
+    p.add_argument("--task-registry", help="a registry snapshot, e.g. configs/real_v2_task_registry.json")
+    p.add_argument("--sample-size", type=int, help="tasks drawn from the pool (default: all)")
+    p.add_argument("--seed", type=int, default=42, help="drives task sampling and episode seeds")
+    p.add_argument("--episodes-per-task", type=int, default=1)
+    p.add_argument("--max-steps", type=int, default=15)
+    p.add_argument("--infra-retries", type=int, default=2, help="replays of an episode failed on infrastructure")
+    p.add_argument("--name", help="results folder name (default: a digest of the plan, so reruns resume)")
+    return p
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(f"{line}\n")
+    sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.sample_size is not None and args.sample_size < 1:
+        _err("error: --sample-size must be at least 1")
+        return 2
+    try:
+        folder, results = asyncio.run(evaluate(args, say=_err))
+    except (ModeError, EvalError) as exc:
+        _err(f"error: {exc}")
+        return 2
+    sys.stdout.write(f"{eval_report.markdown(results)}\nresults, table and chart in {folder}\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(parser().parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Evaluation numbers on hand-made outcomes: task sampling, Wilson intervals, the exact paired test, the summary."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from halo_trainer.eval_report import markdown
+from halo_trainer.eval_stats import exact_mcnemar, mode_summary, paired_test, rate
+from halo_trainer.evaluation import episode_seeds, sample_tasks, summarise
+
+
+def _rec(mode, task, seed, success, *, scored=True, steps=2, valid=2, ret=0.5, infra=0):
+    site = task.split(".", 1)[-1].rsplit("-", 1)[0]
+    return {
+        "mode": mode,
+        "task": task,
+        "seed": seed,
+        "site": site,
+        "scored": scored,
+        "success": success if scored else None,
+        "steps": steps if scored else 0,
+        "valid_actions": valid if scored else 0,
+        "return": ret if scored else None,
+        "infra_failures": infra,
+    }
+
+
+def test_task_sampling_is_deterministic_in_the_seed_and_ignores_the_pool_order():
+    pool = [f"v2.gomail-{i}" for i in range(40)]
+    first = sample_tasks(pool, 30, 42)
+    assert first == sample_tasks(list(reversed(pool)), 30, 42)
+    assert len(first) == 30 and len(set(first)) == 30
+    assert sample_tasks(pool, 30, 43) != first
+    assert sample_tasks(pool, 100, 42) == sorted(pool)
+    assert episode_seeds(42, 3) == episode_seeds(42, 3) and len(set(episode_seeds(42, 3))) == 3
+
+
+def test_wilson_interval_on_known_values():
+    r = rate(8, 10)
+    # 8/10 at 95%: 0.4902 .. 0.9433 (Wilson 1927; the usual tables)
+    assert r["rate"] == 0.8
+    assert r["ci_low"] == pytest.approx(0.4902, abs=1e-3) and r["ci_high"] == pytest.approx(0.9433, abs=1e-3)
+    zero = rate(0, 30)
+    assert zero["ci_low"] == 0.0 and zero["ci_high"] == pytest.approx(0.1135, abs=1e-3)
+
+
+def test_exact_mcnemar_against_the_binomial_by_hand():
+    assert exact_mcnemar(0, 0) == 1.0
+    assert exact_mcnemar(6, 0) == pytest.approx(2 / 64)  # 2 * 0.5^6
+    assert exact_mcnemar(0, 6) == exact_mcnemar(6, 0)
+    assert exact_mcnemar(5, 1) == pytest.approx(2 * (1 + 6) / 64)
+    assert exact_mcnemar(3, 3) == 1.0
+    assert exact_mcnemar(10, 2) == pytest.approx(2 * sum(math.comb(12, i) for i in range(3)) / 4096)
+
+
+def test_the_paired_test_counts_only_pairs_both_modes_scored():
+    a = [_rec("A", "local.x-1", s, True) for s in range(6)] + [_rec("A", "local.x-2", 0, False)]
+    b = [_rec("B", "local.x-1", s, s == 0) for s in range(6)] + [_rec("B", "local.x-2", 0, None, scored=False)]
+    t = paired_test(a, b)
+    assert (t["pairs"], t["only_a"], t["only_b"], t["both"], t["neither"]) == (6, 5, 0, 1, 0)
+    assert t["p_value"] == pytest.approx(2 / 32)
+
+
+def test_the_summary_keeps_infrastructure_failures_apart():
+    records = [
+        _rec("A", "local.playground-1", 1, True, steps=1, valid=1, ret=1.0, infra=1),
+        _rec("A", "local.playground-2", 1, False, steps=3, valid=2, ret=0.0),
+        _rec("A", "local.gomail-1", 1, False, steps=5, valid=5, ret=0.2),
+        _rec("A", "local.gomail-2", 1, None, scored=False, infra=3),
+    ]
+    s = mode_summary(records)
+    assert (s["successes"], s["n"]) == (1, 3)  # the unscored episode is not a failure
+    assert s["sites"]["playground"]["n"] == 2 and s["sites"]["gomail"]["successes"] == 0
+    assert s["mean_return"] == pytest.approx(0.4)
+    assert s["median_steps"] == 3
+    assert s["action_validity"] == pytest.approx(8 / 9)
+    assert (s["infra_failures"], s["unscored_episodes"]) == (4, 1)
+    plan = {"modes": ["A", "B"], "episodes_per_mode": 4}
+    results = summarise("e1", plan, records + [_rec("B", "local.playground-1", 1, False)])
+    assert results["paired"][0]["pairs"] == 1
+    table = markdown(results)
+    assert "| `A` | 33% (6%-79%), 1/3 |" in table and "exact McNemar" in table
