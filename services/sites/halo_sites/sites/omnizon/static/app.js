@@ -128,7 +128,7 @@
   // ---- rendering: pages ------------------------------------------------------------------------
   function homePage() {
     const tile = function (title, ids, link, label, hid) {
-      const cells = ids.map(function (id) {
+      const cells = ids.filter(SITE.product).map(function (id) {
         const p = SITE.product(id);
         return '<a class="tile-cell" href="#/dp/' + id + '">' + OMNI_ART(p, 96) + '<span>' + esc(p.name.split(/[,:(]/)[0].trim()) + "</span></a>";
       }).join("");
@@ -304,6 +304,22 @@
     return '<div class="orders"><h1>Your Orders</h1>' + (cards || "<p>You have not placed any orders.</p>") + "</div>";
   }
 
+  // REAL's Omnizon keeps its path and its search in the state its eval scripts read
+  // (router.location.pathname, "/confirmation" after an order; filter.searchQuery). Only the REAL
+  // dataset's state has them (docs/sites.md); local tasks' state stays as it was.
+  const REAL_PATHS = { home: "/", search: "/search", cart: "/cart", checkout: "/checkout", placed: "/confirmation", orders: "/orders" };
+  function syncRealRouter(r) {
+    const st = HALO.state();
+    if (!st.router) return;
+    const path = r.kind === "product" ? "/product/" + r.id : REAL_PATHS[r.kind];
+    const query = r.kind === "search" ? (r.params.get("k") || "") : st.filter.searchQuery;
+    if (st.router.location.pathname === path && st.filter.searchQuery === query) return;
+    st.router.location.pathname = path;
+    st.filter.searchQuery = query;
+    st.filter.searchInputValue = query;
+    HALO.commit(st);
+  }
+
   function render() {
     let view = HALO.view();
     const r = route();
@@ -314,6 +330,7 @@
       if (r.kind === "search") patch.search = r.params.get("k") || "";
       if (r.kind === "checkout" && !view.checkout) patch.checkout = { errors: [] };
       view = HALO.patchView(patch);
+      syncRealRouter(r);
     }
     const st = HALO.state();
     let main;
