@@ -63,8 +63,9 @@ class AdminStandIn:
     is killed and restarted in tests/e2e/test_faults.py.
     """
 
-    def __init__(self, base_model: str = "halo-base") -> None:
+    def __init__(self, base_model: str = "halo-base", root: str = "") -> None:
         self.base_model = base_model
+        self.root = root  # what /v1/models says the base model was loaded from
         self.adapters: set[str] = set()
         self.loads: list[str] = []
         self.port = free_port()
@@ -77,7 +78,8 @@ class AdminStandIn:
 
         @app.get("/v1/models")
         async def models() -> dict:
-            return {"data": [{"id": base_model}] + [{"id": a, "parent": base_model} for a in sorted(self.adapters)]}
+            base = {"id": base_model, "root": self.root}
+            return {"data": [base] + [{"id": a, "parent": base_model} for a in sorted(self.adapters)]}
 
         @app.post("/v1/load_lora_adapter")
         async def load(body: dict) -> JSONResponse:

@@ -112,6 +112,7 @@ class RunManager:
         self.registry = RunRegistry(redis, settings.runs_dir)
         self.active: dict[str, tuple[asyncio.Task, asyncio.Event]] = {}
         self._creating = asyncio.Lock()
+        self._shutting_down = False
 
     def busy(self) -> str | None:
         return next(iter(self.active), None)
@@ -190,6 +191,7 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Process exit: stop loops at their next check; the status stays `running` so a restart resumes."""
+        self._shutting_down = True
         for task, stop in self.active.values():
             stop.set()
             task.cancel()
@@ -265,6 +267,10 @@ class RunManager:
                 status_cb=report,
             )
             outcome = await loop.run(stop)
+            if outcome == "stopped" and self._shutting_down:
+                # The cancellation can be lost (seen in tests: a cancel during a Redis pipeline call),
+                # and the loop then ends on the stop event: still a process exit, not a user's stop.
+                return
             status.state = RunState.FINISHED if outcome == "finished" else RunState.STOPPED
             await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
         except asyncio.CancelledError:

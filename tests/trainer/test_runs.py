@@ -1,0 +1,186 @@
+"""The run manager through the run API: what it refuses, what a run's status says, stop and resume.
+
+Real Redis and the real app, manager and loop; the env is the in-process stand-in (its task
+probe), vLLM's admin routes a stand-in (conftest), results come from a scripted worker, and the
+learner is the tiny model already loaded (model loading is tested in tests/model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import redis.asyncio as aioredis
+
+from halo.policy_client import PolicyClient
+from halo.schemas import RunSpec, RunState, RunStatus
+from halo.screenshots import ScreenshotStore
+from halo.settings.trainer import TrainerSettings
+from halo_trainer import keys
+from halo_trainer.app import create_app
+from halo_trainer.config import load_defaults, profile_for, resolve
+from halo_trainer.runs import RunManager
+from tests.trainer.loop_harness import TIMEOUT_S, episode, new_learner, scripted_worker
+from tests.trainer.stand_ins import EnvStandIn
+
+MODEL = "tiny-model-as-served"  # the trainer's model setting; the vLLM stand-in reports the same root
+
+
+@dataclass
+class Api:
+    client: httpx.AsyncClient
+    manager: RunManager
+    env: EnvStandIn
+    redis: aioredis.Redis
+    settings: TrainerSettings
+
+
+@pytest.fixture
+async def api(clean_redis, vllm_admin, base_model, tmp_path, monkeypatch) -> AsyncIterator[Api]:
+    vllm_admin.root = MODEL
+    settings = TrainerSettings(data_dir=tmp_path, redis_url=clean_redis, policy_url=vllm_admin.url, model=MODEL)
+    redis = aioredis.from_url(clean_redis)
+    env = EnvStandIn({"local.playground-1": True, "local.playground-2": True, "v2.playground-9": False})
+    policy = PolicyClient(vllm_admin.url, "halo-base", max_retries=0)
+    manager = RunManager(settings, redis, policy, ScreenshotStore(tmp_path / "shots"), env)
+    monkeypatch.setattr(manager, "_learner_parts", lambda cfg: (new_learner(base_model), None))
+    app = create_app(settings)  # its lifespan (workers, auto-resume) is not started: the tests do that part
+    app.state.manager = manager
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer")
+    yield Api(client, manager, env, redis, settings)
+    await manager.shutdown()
+    await client.aclose()
+    await policy.aclose()
+    await redis.aclose()
+
+
+async def wait_for_state(manager: RunManager, run_id: str, states: set[RunState], updates: int = 0) -> RunStatus:
+    deadline = time.monotonic() + TIMEOUT_S  # a guard against a hang, not a speed target
+    while time.monotonic() < deadline:
+        status = await manager.registry.get(run_id)
+        if status is not None and status.state in states and status.updates >= updates:
+            return status
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id} never reached {states}: {status}")
+
+
+async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_503(api: Api):
+    cases = [
+        ({"domain": "playground", "algorithm": "mcts"}, 422, "algorithm 'mcts' is not implemented"),
+        ({"domain": "playground", "tasks": ["local.playground-7"]}, 422, "unknown tasks for playground"),
+        ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'"),
+    ]
+    for body, status, message in cases:
+        response = await api.client.post("/runs", json=body)
+        assert response.status_code == status, response.text
+        assert message in response.json()["error"]
+    api.env.down = True
+    response = await api.client.post("/runs", json={"domain": "playground"})
+    assert response.status_code == 503 and "cannot list and probe playground tasks" in response.json()["error"]
+    # Nothing was created by any of them.
+    assert await api.manager.registry.all() == [] and not (api.settings.runs_dir).exists()
+    for path in ("/runs/nope", "/runs/nope/metrics"):
+        assert (await api.client.get(path)).status_code == 404
+    assert (await api.client.post("/runs/nope/stop")).status_code == 404
+
+
+async def test_a_run_is_created_reports_its_progress_is_stopped_and_frees_the_trainer(api: Api):
+    body = {"domain": "playground", "episodes": 1000, "eval_every": 0, "name": "manager"}
+    response = await api.client.post("/runs", json=body)
+    assert response.status_code == 201, response.text
+    created = RunStatus.model_validate(response.json())
+    assert created.state is RunState.PENDING and created.episodes_total == 1000
+    # The default task set leaves out the task whose site did not answer, and says so.
+    assert [r.task_id for r in created.tasks_left_out] == ["v2.playground-9"]
+    assert "left out 1 of 3 playground tasks" in created.task_set_note
+    config = json.loads((Path(created.run_dir) / "config.json").read_text())
+    assert config["run"]["tasks"] == ["local.playground-1", "local.playground-2"]
+
+    second = await api.client.post("/runs", json=body)
+    assert second.status_code == 409 and created.run_id in second.json()["error"]
+
+    worker_stop = asyncio.Event()
+    worker = asyncio.create_task(scripted_worker(api.redis, api.settings, _played, worker_stop, []))
+    try:
+        running = await wait_for_state(api.manager, created.run_id, {RunState.RUNNING}, updates=2)
+        stopped = await api.client.post(f"/runs/{created.run_id}/stop")
+        assert stopped.status_code == 200
+        final = await wait_for_state(api.manager, created.run_id, {RunState.STOPPED})
+    finally:
+        worker_stop.set()
+        await worker
+    # The status reports the loop's progress: updates, versions, the adapter new samples use, metrics.
+    assert running.policy_version == running.updates and running.adapter_name == f"{created.run_id}-v{running.updates}"
+    assert running.episodes_done == 4 * running.updates  # 4 jobs an update, one episode each
+    assert running.latest_metrics["rollout/episodes_done"] == running.episodes_done
+    assert final.updates >= running.updates and final.error is None
+    assert await api.redis.sismember(keys.STOPPED_RUNS, created.run_id)
+    events = [json.loads(e) for e in await api.manager.registry.events(created.run_id, 0)]
+    assert events[-1]["kind"] == "done" and events[-1]["data"] == {"state": "stopped"}
+    # The trainer is free again.
+    again = await api.client.post("/runs", json={**body, "tasks": ["v2.playground-9"]})
+    assert again.status_code == 201, again.text
+    assert "kept although the site did not answer" in again.json()["task_set_note"]
+
+
+async def test_a_run_whose_served_model_is_not_the_learners_fails_with_both_named(api: Api, vllm_admin):
+    vllm_admin.root = "/models/Qwen3-VL-8B-Instruct"
+    response = await api.client.post("/runs", json={"domain": "playground", "episodes": 4})
+    assert response.status_code == 201
+    failed = await wait_for_state(api.manager, response.json()["run_id"], {RunState.FAILED})
+    assert failed.error.startswith("ModelMismatch: the trainer would train tiny-model-as-served")
+    assert "/models/Qwen3-VL-8B-Instruct" in failed.error
+    assert api.manager.busy() is None
+
+
+async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_others(api: Api):
+    registry, runs_dir = api.manager.registry, api.settings.runs_dir
+
+    async def interrupted(run_id: str, created_at: float, state: RunState = RunState.RUNNING) -> Path:
+        run_dir = runs_dir / run_id
+        run_dir.mkdir(parents=True)
+        spec = RunSpec(domain="playground", episodes=1000, eval_every=0)
+        status = RunStatus(
+            run_id=run_id, state=state, spec=spec, created_at=created_at, updated_at=created_at, run_dir=str(run_dir)
+        )
+        await registry.save(status)
+        return run_dir
+
+    # Newest first is the order resume_interrupted goes through; the one it resumes is the oldest.
+    good = await interrupted("r-good", 1.0)
+    cfg = resolve(
+        RunSpec(domain="playground", episodes=1000, eval_every=0),
+        "r-good",
+        ["local.playground-1"],
+        load_defaults(api.settings.rl_config),
+        profile_for(api.settings.target),
+    )
+    (good / "config.json").write_text(json.dumps({"run": cfg.model_dump(mode="json")}))
+    await interrupted("r-stop-asked", 2.0)
+    await api.redis.sadd(keys.STOPPED_RUNS, "r-stop-asked")
+    await interrupted("r-no-config", 3.0)
+    (await interrupted("r-old-config", 4.0, RunState.STOPPING)).joinpath("config.json").write_text('{"run": {}}')
+    await interrupted("r-finished", 5.0, RunState.FINISHED)
+
+    await api.manager.resume_interrupted()
+    states = {s.run_id: (s.state, s.error) for s in await registry.all()}
+    assert states["r-stop-asked"] == (RunState.STOPPED, None)
+    assert states["r-no-config"] == (RunState.FAILED, "interrupted before its config was written")
+    assert states["r-old-config"][0] is RunState.FAILED
+    assert states["r-old-config"][1].startswith("cannot resume: config.json is not valid")
+    assert states["r-finished"] == (RunState.FINISHED, None)
+    assert api.manager.busy() == "r-good"
+    running = await wait_for_state(api.manager, "r-good", {RunState.RUNNING})
+    # A trainer that shuts down leaves its run `running`, for the next start to resume.
+    await api.manager.shutdown()
+    assert (await registry.get("r-good")).state is RunState.RUNNING == running.state
+
+
+async def _played(job):
+    return episode(job)
