@@ -104,12 +104,14 @@
   }
 
   /* differences: per collection (a map of id -> record), lists of whole records:
-   * added and updated hold the final record, deleted the initial one; sorted by id. */
+   * added and updated hold the final record, deleted the initial one; sorted by id. A collection
+   * given as {path, keyed: true} reports maps of id -> record instead (REAL's GoCalendar shape). */
   function differences(initial, final, collections) {
     const out = {};
     Object.keys(collections).forEach(function (name) {
-      const a = getIn(initial, collections[name]) || {};
-      const b = getIn(final, collections[name]) || {};
+      const spec = typeof collections[name] === "string" ? { path: collections[name] } : collections[name];
+      const a = getIn(initial, spec.path) || {};
+      const b = getIn(final, spec.path) || {};
       const res = { added: [], updated: [], deleted: [] };
       Object.keys(b).sort().forEach(function (id) {
         if (!(id in a)) res.added.push(clone(b[id]));
@@ -118,6 +120,13 @@
       Object.keys(a).sort().forEach(function (id) {
         if (!(id in b)) res.deleted.push(clone(a[id]));
       });
+      if (spec.keyed) {
+        Object.keys(res).forEach(function (kind) {
+          const byId = {};
+          res[kind].forEach(function (record) { byId[record.id] = record; });
+          res[kind] = byId;
+        });
+      }
       out[name] = res;
     });
     return out;

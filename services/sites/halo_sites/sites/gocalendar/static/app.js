@@ -64,9 +64,37 @@
     else location.hash = hash;
   }
 
+  // Stored times: local "YYYY-MM-DDTHH:MM:00", or with REAL's dataset (SITE.pacificUtc) UTC
+  // instants for a user in Pacific time (UTC-7 on the dates used) and all-day events at 00:00Z of
+  // their first and last day. The app works in local times: events() converts on reading, stored() on writing.
+  function shift(iso, minutes) { return new Date(Date.parse(iso.slice(0, 19) + "Z") + minutes * 60000).toISOString().slice(0, 19); }
+  function local(e) {
+    if (!SITE.pacificUtc) return e;
+    return Object.assign({}, e, {
+      start: e.allDay ? e.start.slice(0, 10) + "T00:00:00" : shift(e.start, -7 * 60),
+      end: e.allDay ? e.end.slice(0, 10) + "T23:59:00" : shift(e.end, -7 * 60),
+    });
+  }
+  function stored(e) {
+    if (!SITE.pacificUtc) return e;
+    return Object.assign({}, e, {
+      start: e.allDay ? e.start.slice(0, 10) + "T00:00:00.000Z" : shift(e.start, 7 * 60) + ".000Z",
+      end: e.allDay ? e.end.slice(0, 10) + "T00:00:00.000Z" : shift(e.end, 7 * 60) + ".000Z",
+    });
+  }
+  function events(st) {
+    const out = {};
+    Object.keys(st.calendar.events).forEach(function (id) { out[id] = local(st.calendar.events[id]); });
+    return out;
+  }
   function eventsOn(st, day) {
-    return Object.values(st.calendar.events)
-      .filter(function (e) { return e.start.slice(0, 10) === day; })
+    return Object.values(events(st))
+      .filter(function (e) {
+        if (e.allDay) return e.start.slice(0, 10) <= day && day <= e.end.slice(0, 10);
+        // "Every weekday" events repeat Monday to Friday from their first day on.
+        return e.start.slice(0, 10) === day || (e.recurrence === "weekdays" && e.start.slice(0, 10) < day && toDate(day).getUTCDay() % 6 !== 0);
+      })
+      .map(function (e) { return e.allDay || e.start.slice(0, 10) === day ? e : Object.assign({}, e, { start: day + e.start.slice(10), end: day + e.end.slice(10) }); })
       .sort(function (a, b) { return a.start < b.start ? -1 : a.start > b.start ? 1 : (a.id < b.id ? -1 : 1); });
   }
 
@@ -122,8 +150,11 @@
     let cols = "";
     for (let i = 0; i < 7; i++) {
       const day = addDays(start, i);
-      head += '<div class="wk-day' + (day === SITE.today ? " today" : "") + '"><span class="dow">' + DAYS[i].toUpperCase() + '</span><span class="dom">' + toDate(day).getUTCDate() + "</span></div>";
-      const evs = eventsOn(st, day);
+      const allDay = eventsOn(st, day).filter(function (e) { return e.allDay; }).map(function (e) {
+        return '<div class="allday-chip" role="button" tabindex="0" aria-label="' + esc(e.title + ", all day") + '" data-action="details" data-id="' + e.id + '" data-halo-id="event-' + e.id + '">' + esc(e.title || "(No title)") + "</div>";
+      }).join("");
+      head += '<div class="wk-day' + (day === SITE.today ? " today" : "") + '"><span class="dow">' + DAYS[i].toUpperCase() + '</span><span class="dom">' + toDate(day).getUTCDate() + "</span>" + allDay + "</div>";
+      const evs = eventsOn(st, day).filter(function (e) { return !e.allDay; });
       // Greedy columns for overlapping events.
       const ends = [];
       const placed = evs.map(function (e) {
@@ -169,7 +200,7 @@
   }
 
   function detailsCard(st, view) {
-    const e = view.details && st.calendar.events[view.details];
+    const e = view.details && events(st)[view.details];
     if (!e) return "";
     const guests = (e.guests || []).map(function (g) { return '<div class="guest">' + esc(g) + "</div>"; }).join("");
     return '<div class="card" role="dialog" aria-label="Event details"><div class="card-tools">' +
@@ -177,7 +208,8 @@
       '<button class="icon-btn" aria-label="Delete event" data-action="delete" data-id="' + e.id + '" data-halo-id="delete-event">' + icon("trash", 20, "#444746") + "</button>" +
       '<button class="icon-btn" aria-label="Close" data-action="close-details" data-halo-id="close-details">' + icon("close", 20, "#444746") + "</button></div>" +
       '<div class="card-row"><span class="swatch big"></span><div><div class="card-title">' + esc(e.title || "(No title)") + "</div><div>" +
-      longDay(e.start.slice(0, 10)) + " \u00b7 " + clock(e.start) + " \u2013 " + clock(e.end) + "</div></div></div>" +
+      (e.allDay ? longDay(e.start.slice(0, 10)) + (e.end.slice(0, 10) !== e.start.slice(0, 10) ? " \u2013 " + longDay(e.end.slice(0, 10)) : "") + " \u00b7 All day" :
+        longDay(e.start.slice(0, 10)) + " \u00b7 " + clock(e.start) + " \u2013 " + clock(e.end)) + (e.recurrence === "weekdays" ? "<div>Every weekday (Monday to Friday)</div>" : "") + "</div></div></div>" +
       (e.location ? '<div class="card-row">' + icon("home", 20, "#444746") + "<div>" + esc(e.location) + "</div></div>" : "") +
       (e.description ? '<div class="card-row">' + icon("notes", 20, "#444746") + '<div class="desc">' + esc(e.description) + "</div></div>" : "") +
       (guests ? '<div class="card-row">' + icon("people", 20, "#444746") + "<div>" + (e.guests.length) + " guest" + (e.guests.length > 1 ? "s" : "") + guests + "</div></div>" : "") +
@@ -195,6 +227,11 @@
       '<div class="ed-head"><span>' + (ed.id ? "Edit event" : "New event") + '</span><button class="icon-btn" aria-label="Cancel" data-action="cancel" data-halo-id="cancel-event">' + icon("close", 20, "#444746") + "</button></div>" +
       '<input class="ed-title" type="text" data-halo-id="event-title" data-editor="title" aria-label="Title" placeholder="Add title" value="' + esc(ed.title) + '" autocomplete="off">' +
       '<div class="ed-row">' + icon("clock", 20, "#444746") + field("date", "Date", ed.date, "YYYY-MM-DD") + field("start", "Start", ed.start, "HH:MM") + field("end", "End", ed.end, "HH:MM") + "</div>" +
+      '<div class="ed-row"><span class="ed-icon-gap"></span><label class="ed-check"><input type="checkbox" data-halo-id="event-allday" data-editor="allDay" aria-label="All day"' + (ed.allDay ? " checked" : "") +
+      "><span>All day</span></label>" +
+      '<label class="ed-check"><input type="checkbox" data-halo-id="event-repeat" data-editor="repeatWeekdays" aria-label="Repeat every weekday (Monday to Friday)"' + (ed.repeatWeekdays ? " checked" : "") +
+      "><span>Every weekday</span></label>" + field("end-date", "End date", ed.endDate, "same day").replace('data-editor="end-date"', 'data-editor="endDate"') + "</div>" +
+      '<div class="ed-row">' + icon("home", 20, "#444746") + field("location", "Location", ed.location, "Add location") + "</div>" +
       '<div class="ed-row">' + icon("people", 20, "#444746") + field("guests", "Guests", ed.guests, "Add guests (emails, comma separated)") + "</div>" +
       '<div class="ed-row top">' + icon("notes", 20, "#444746") + '<label class="ed-field wide"><span>Description</span><textarea data-halo-id="event-description" data-editor="description" aria-label="Description" placeholder="Add description">' +
       esc(ed.description) + "</textarea></label></div>" +
@@ -223,7 +260,7 @@
   function update(fn) { const st = HALO.state(); fn(st); HALO.commit(st); return st; }
 
   function openEditor(fields) {
-    const ed = Object.assign({ id: null, title: "", date: route().date, start: "09:00", end: "10:00", description: "", guests: "", error: "" }, fields);
+    const ed = Object.assign({ id: null, title: "", date: route().date, start: "09:00", end: "10:00", endDate: "", allDay: false, repeatWeekdays: false, location: "", description: "", guests: "", error: "" }, fields);
     HALO.patchView({ editor: ed, details: null, focus: "event-title" });
     render();
   }
@@ -231,11 +268,15 @@
   function save() {
     HALO.milestone("save_clicked");
     const ed = HALO.view().editor;
-    const date = parseDate(ed.date), start = parseTime(ed.start), end = parseTime(ed.end);
+    const date = parseDate(ed.date), start = ed.allDay ? "00:00" : parseTime(ed.start), end = ed.allDay ? "23:59" : parseTime(ed.end);
+    const endDate = String(ed.endDate || "").trim() ? parseDate(ed.endDate) : date;
     let error = "";
     if (!date) error = 'Could not read the date "' + ed.date + '". Use YYYY-MM-DD, e.g. 2024-07-18.';
+    else if (!endDate) error = 'Could not read the end date "' + ed.endDate + '". Use YYYY-MM-DD, e.g. 2024-07-18.';
+    else if (!ed.allDay && endDate !== date) error = "Only all-day events can span several days.";
+    else if (endDate < date) error = "The event must end after it starts.";
     else if (!start || !end) error = "Could not read the time. Use HH:MM, e.g. 14:30 or 2:30pm.";
-    else if (end <= start) error = "The event must end after it starts.";
+    else if (!ed.allDay && end <= start) error = "The event must end after it starts.";
     if (error) {
       ed.error = error;
       HALO.patchView({ editor: ed });
@@ -247,11 +288,13 @@
     update(function (st) {
       let id = ed.id;
       if (isNew) { let n = 1; while (st.calendar.events["new-" + n]) n++; id = "new-" + n; }
-      const old = st.calendar.events[id] || { location: "" };
-      st.calendar.events[id] = {
-        id: id, title: ed.title.trim(), start: date + "T" + start + ":00", end: date + "T" + end + ":00",
-        description: ed.description, guests: guests, location: old.location || "",
+      const record = {
+        id: id, title: ed.title.trim(), start: date + "T" + start + ":00", end: endDate + "T" + end + ":00",
+        description: ed.description, guests: guests, location: String(ed.location || "").trim(),
       };
+      if (ed.allDay) record.allDay = true;
+      if (ed.repeatWeekdays && !ed.allDay) record.recurrence = "weekdays";
+      st.calendar.events[id] = stored(record);
       st.ui.snackbar.message = isNew ? "Event created" : "Event saved";
     });
     if (isNew) HALO.milestone("event_created");
@@ -294,8 +337,11 @@
       HALO.patchView({ details: null });
       render();
     } else if (action === "edit") {
-      const ev = HALO.state().calendar.events[id];
-      openEditor({ id: id, title: ev.title, date: ev.start.slice(0, 10), start: ev.start.slice(11, 16), end: ev.end.slice(11, 16), description: ev.description, guests: (ev.guests || []).join(", ") });
+      const ev = events(HALO.state())[id];
+      openEditor({
+        id: id, title: ev.title, date: ev.start.slice(0, 10), start: ev.start.slice(11, 16), end: ev.end.slice(11, 16), description: ev.description,
+        guests: (ev.guests || []).join(", "), location: ev.location || "", allDay: Boolean(ev.allDay), repeatWeekdays: ev.recurrence === "weekdays", endDate: ev.allDay ? ev.end.slice(0, 10) : "",
+      });
     } else if (action === "delete") {
       update(function (st) { delete st.calendar.events[id]; st.ui.snackbar.message = "Event deleted"; });
       HALO.patchView({ details: null });
@@ -314,7 +360,7 @@
     const field = e.target.getAttribute("data-editor");
     if (!field) return;
     const ed = HALO.view().editor;
-    ed[field] = e.target.value;
+    ed[field] = e.target.type === "checkbox" ? e.target.checked : e.target.value;
     HALO.patchView({ editor: ed });
     if (field === "title" && e.target.value.trim()) HALO.milestone("title_entered");
     if (field === "date" || field === "start" || field === "end") HALO.milestone("datetime_set");

@@ -40,11 +40,36 @@
   // Gym sessions on days outside the current week, so tasks about the week stay exact.
   const GYM_DAYS = ["07-02", "07-03", "07-05", "07-08", "07-09", "07-11", "07-12", "07-24", "07-25", "07-29", "07-30", "07-31"];
 
+  // REAL's v2 GoCalendar tasks (real-offline.gocalendar-<n>, config.dataset "real"): the same
+  // calendar plus the events their goals name, stored as REAL stores them: UTC instants
+  // ("2024-07-17T18:00:00.000Z") for a user in Pacific time (PDT, UTC-7, on every date these tasks
+  // use), all-day events at 00:00Z of their first and last day; and REAL's /finish lists
+  // differences.events as maps of id -> event.
+  const REAL_EVENTS = [
+    ev("ev23", "Dinner with friends", "07-17", "19:00", "21:00", { location: "Luigi's Trattoria" }),
+    ev("ev24", "Reading time", "07-17", "22:00", "23:00"),
+    ev("ev25", "Coffee with sister", "07-18", "08:00", "09:00", { location: "Blue Bottle Coffee" }),
+    ev("ev26", "Project sync", "07-15", "11:00", "11:30", { guests: ["elena.petrova@acme.com"] }),
+  ];
+  function utc(local) {
+    return new Date(Date.parse(local + "Z") + 7 * 3600 * 1000).toISOString();
+  }
+  // The page builds its collections before HALO knows the episode: it reads the episode's config
+  // (written by /config) from storage itself.
+  const META = JSON.parse(localStorage.getItem("halo:gocalendar:meta") || "{}");
+  const REAL = ((META && META.config) || {}).dataset === "real";
+
   HALO.defineSite({
     site: "gocalendar",
-    collections: { events: "calendar.events" },
+    collections: { events: REAL ? { path: "calendar.events", keyed: true } : "calendar.events" },
+    pacificUtc: REAL,
     today: "2024-07-15",
     initialState: function (seed, config) {
+      if (config.dataset === "real") {
+        const real = {};
+        FIXED.concat(REAL_EVENTS).forEach(function (e) { real[e.id] = Object.assign({}, e, { start: utc(e.start), end: utc(e.end) }); });
+        return { calendar: { events: real }, ui: { snackbar: { message: "" } } };
+      }
       const r = HALO.rng(Number(config.data_seed || 0));
       const events = {};
       FIXED.forEach(function (e) { events[e.id] = e; });
