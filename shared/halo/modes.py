@@ -140,6 +140,17 @@ def promote(
     return target
 
 
+def promote_run(mode_name: str, run_id: str, version: int | None, settings: EvalSettings) -> Path:
+    """Promote adapter ``v<version>`` (default: the newest) of a run of the mode's algorithm."""
+    mode = get_mode(mode_name)
+    source = run_adapter(settings.runs_dir, run_id, version)
+    config = settings.runs_dir / run_id / "config.json"
+    algorithm = json.loads(config.read_text()).get("algorithm") if config.is_file() else None
+    if mode.algorithm and algorithm and algorithm != mode.algorithm:
+        raise ModeError(f"run {run_id} is a {algorithm} run; mode {mode.name} takes a {mode.algorithm} run's adapter")
+    return promote(mode_name, source, settings, run_id=run_id, version=int(source.name[1:]))
+
+
 def promotion_record(mode: Mode, settings: EvalSettings) -> dict | None:
     path = adapter_folder(mode, settings) / PROMOTION_FILE
     return json.loads(path.read_text()) if path.is_file() else None

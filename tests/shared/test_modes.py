@@ -13,6 +13,7 @@ from halo.modes import (
     get_mode,
     openai_model,
     promote,
+    promote_run,
     promoted_adapter,
     promotion_record,
     run_adapter,
@@ -80,3 +81,12 @@ def test_promotion_refuses_what_is_not_an_adapter_or_a_mode_without_one(settings
         promote("qwen3vl_base", _adapter(tmp_path / "a"), settings)
     with pytest.raises(ModeError, match="has no adapters"):
         run_adapter(settings.runs_dir, "missing-run")
+
+
+def test_a_run_is_promoted_only_to_the_mode_of_its_algorithm(settings):
+    _adapter(settings.runs_dir / "g" / "adapters" / "v2")
+    (settings.runs_dir / "g" / "config.json").write_text(json.dumps({"algorithm": "grpo"}))
+    with pytest.raises(ModeError, match="g is a grpo run; mode qwen3vl_mcts takes a mcts run's adapter"):
+        promote_run("qwen3vl_mcts", "g", None, settings)
+    target = promote_run("qwen3vl_grpo", "g", None, settings)
+    assert json.loads((target / "promotion.json").read_text())["version"] == 2

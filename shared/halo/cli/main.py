@@ -320,16 +320,15 @@ def modes_promote(
     if (run is None) == (adapter is None):
         _fail("name either --run (with an optional --version) or --adapter", 2)
     try:
-        source = agent_modes.run_adapter(settings.runs_dir, run, version) if run else Path(adapter)
-        target = agent_modes.promote(mode, source, settings, run_id=run or "", version=_version_of(source))
+        if run:
+            target = agent_modes.promote_run(mode, run, version, settings)
+        else:
+            target = agent_modes.promote(mode, Path(adapter), settings)
         _, served = agent_modes.promoted_adapter(agent_modes.get_mode(mode), settings)
     except agent_modes.ModeError as exc:
         _fail(str(exc), 2)
+    source = (agent_modes.promotion_record(agent_modes.get_mode(mode), settings) or {}).get("source")
     console.print(f"promoted {source} to {target}; evaluations load it into vLLM as {served}")
-
-
-def _version_of(folder: Path) -> int | None:
-    return int(folder.name[1:]) if folder.name[:1] == "v" and folder.name[1:].isdigit() else None
 
 
 @app.command(
