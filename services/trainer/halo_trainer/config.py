@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams
+from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams, TrackerName
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 
@@ -50,7 +50,18 @@ class RunConfig(BaseModel):
     lora_alpha: float
     lora_target_modules: list[str]
     sampling: SamplingParams = Field(description="How the policy is asked; every job and transition carries it")
+    report_to: list[TrackerName] = Field(description="Experiment trackers the metrics also go to")
+    record_episodes_every: int = Field(
+        ge=0, description="Every k-th training job's episodes go to episodes.jsonl (evaluations always); 0 = none"
+    )
     profile: str | None = None
+
+    @field_validator("report_to")
+    @classmethod
+    def _trackers(cls, names: list[str]) -> list[str]:
+        if "none" in names and len(names) > 1:
+            raise ValueError(f"report_to {names}: 'none' cannot be combined with a tracker")
+        return list(dict.fromkeys(n for n in names if n != "none"))
 
     @field_validator("sampling")
     @classmethod
@@ -126,6 +137,9 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
     }
     grpo.update({k: v for k, v in overrides.items() if v is not None})
     grpo["episodes"] = spec.episodes
+    tracking = dict(defaults["tracking"])
+    if spec.report_to is not None:
+        tracking["report_to"] = spec.report_to
     return RunConfig(
         run_id=run_id,
         domain=spec.domain,
@@ -137,5 +151,7 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         lora_alpha=lora["alpha"],
         lora_target_modules=list(lora["target_modules"]),
         sampling=sampling_for(defaults, profile),
+        report_to=tracking["report_to"],
+        record_episodes_every=tracking["record_episodes_every"],
         **{k: grpo[k] for k in RunConfig.model_fields if k in grpo},
     )

@@ -46,9 +46,11 @@ from halo.transport import CallError, ServiceUnavailable
 from halo_trainer.batching import advantages, learner_batch, select_groups
 from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.config import EVAL_SEED_OFFSET, RunConfig
+from halo_trainer.episodes import EpisodeLog
 from halo_trainer.learner import Learner
 from halo_trainer.metrics import MetricsLog, rollout_metrics, wilson_interval
 from halo_trainer.streams import LEARNER, jobs_queue, results_queue, set_current_policy
+from halo_trainer.trackers import Trackers
 
 logger = logging.getLogger("halo.trainer.loop")
 
@@ -113,13 +115,18 @@ class RunLoop:
         run_dir: Path,
         settings: Any,
         status_cb: Callable[[LoopStatus], Awaitable[None]] | None = None,
+        trackers: Trackers | None = None,
     ) -> None:
         self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, learner
         self.processor, self.store, self.run_dir, self.settings = processor, store, Path(run_dir), settings
         self.jobs = jobs_queue(redis, settings)
         self.results = results_queue(redis, cfg.run_id)
         self.checkpoints = CheckpointManager(self.run_dir / "checkpoints", keep=settings.checkpoint_keep)
-        self.metrics = MetricsLog(self.run_dir / "metrics.jsonl")
+        self.trackers = trackers
+        self.metrics = MetricsLog(self.run_dir / "metrics.jsonl", trackers=trackers)
+        self.episodes = EpisodeLog(
+            self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.loss_type
+        )
         self.c = Counters()
         self.status_cb = status_cb
         self.buffer: list[Delivery[RolloutResult]] = []
@@ -263,6 +270,7 @@ class RunLoop:
             await self.results.ack_many([d.entry_id])
             return
         self._succeeded()
+        self.episodes.write(r, self.c.updates)
         self.buffer.append(d)
 
     async def _has_result(self, job_id: str) -> bool:
@@ -466,6 +474,11 @@ class RunLoop:
                 else:
                     self._succeeded()
                     done[i] = result
+        recorded = [rec for r in done.values() for rec in self.episodes.write(r, self.c.updates)]
+        if self.trackers is not None and recorded:  # one episode per evaluation, a different slot each time
+            await asyncio.to_thread(
+                self.trackers.log_episode, self.c.updates, recorded[self.c.eval_rounds % len(recorded)], self.store
+            )
         episodes = [e for r in done.values() for e in r.episodes]
         successes = sum(1 for e in episodes if e.success)
         low, high = wilson_interval(successes, len(episodes))

@@ -18,19 +18,25 @@ from prometheus_client import Gauge
 
 from halo.schemas import RolloutResult
 from halo_trainer.batching import Selection
+from halo_trainer.trackers import Trackers
 
 TRAINER_METRIC = Gauge("halo_trainer_metric", "Latest value of a training metric", ["run_id", "name"])
 
 
 class MetricsLog:
-    def __init__(self, path: Path) -> None:
+    """metrics.jsonl, and the same lines to the run's experiment trackers (``report_to``) when given."""
+
+    def __init__(self, path: Path, trackers: Trackers | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.trackers = trackers
 
     def write(self, update: int, version: int, metrics: dict[str, float], run_id: str | None = None) -> None:
         line = {"update": update, "policy_version": version, "time": time.time(), **metrics}
         with self.path.open("a") as fh:
             fh.write(json.dumps(line, allow_nan=True) + "\n")
+        if self.trackers is not None:
+            self.trackers.log_metrics(update, {"policy_version": version, **metrics})
         rid = run_id or self.path.parent.name
         for name, value in metrics.items():
             if isinstance(value, int | float) and math.isfinite(value):

@@ -29,6 +29,8 @@ from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
+from halo_trainer.trackers import Trackers
+from halo_trainer.trackers import missing as missing_trackers
 
 logger = logging.getLogger("halo.trainer.runs")
 EVENTS_KEPT = 500
@@ -125,6 +127,10 @@ class RunManager:
         """
         if spec.algorithm is not Algorithm.GRPO:
             raise RunRefused(422, f"algorithm {spec.algorithm.value!r} is not implemented yet; use 'grpo'")
+        if absent := missing_trackers(spec.report_to or []):
+            raise RunRefused(
+                422, f"report_to names {absent}, not installed in the trainer: pip install {' '.join(absent)}"
+            )
         async with self._creating:  # two requests at once: the second sees the first's run as busy
             if (busy := self.busy()) is not None:
                 raise RunRefused(409, f"run {busy} is training; stop it first (one run per trainer)")
@@ -250,11 +256,15 @@ class RunManager:
                 status.state = RunState.RUNNING
             await self.registry.save(status)
 
+        run_dir = Path(status.run_dir or "")
+        trackers: Trackers | None = None
         try:
             status.state = RunState.RUNNING
             await self.registry.save(status)
             await self.check_served_model()
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
+            config = cfg.model_dump(mode="json")
+            trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
             loop = RunLoop(
                 cfg,
                 redis=self.redis,
@@ -265,6 +275,7 @@ class RunManager:
                 run_dir=Path(status.run_dir or ""),
                 settings=self.settings,
                 status_cb=report,
+                trackers=trackers,
             )
             outcome = await loop.run(stop)
             if outcome == "stopped" and self._shutting_down:
@@ -280,6 +291,8 @@ class RunManager:
             status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
         finally:
             self.active.pop(cfg.run_id, None)
+            if trackers is not None:
+                await asyncio.to_thread(trackers.close)
         await self.registry.save(status)
         await self.redis.rpush(
             keys.events(cfg.run_id),

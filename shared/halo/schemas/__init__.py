@@ -41,7 +41,7 @@ from halo.schemas.rollout import (
     StructuredMode,
     Transition,
 )
-from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus, TrackerName
 from halo.schemas.search import SearchTree, TreeNode
 from halo.schemas.tasks import Task, Website
 
@@ -75,6 +75,7 @@ __all__ = [
     "RunSpec",
     "RunState",
     "RunStatus",
+    "TrackerName",
     "ScreenshotRef",
     "SessionInfo",
     "Snapshot",

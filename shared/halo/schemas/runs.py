@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from halo.schemas.base import Message
 from halo.schemas.rollout import BranchPolicy, GroupMode
@@ -20,6 +20,10 @@ class Algorithm(StrEnum):
 class LossType(StrEnum):
     DR_GRPO = "dr_grpo"  # A = r - mean(r); token loss normalised by a constant
     GRPO = "grpo"  # A = (r - mean(r)) / (std(r) + eps); per-sequence length normalisation
+
+
+# Experiment trackers a run reports to (``none`` alone: only the run folder's own files).
+TrackerName = Literal["none", "tensorboard", "wandb", "trackio", "mlflow"]
 
 
 class RunSpec(Message):
@@ -39,7 +43,15 @@ class RunSpec(Message):
     eval_every: Annotated[int, Field(ge=0)] | None = None  # updates between evaluations; 0 = never
     eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None
     seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
+    report_to: Annotated[list[TrackerName], Field(max_length=5)] | None = None
     name: Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9_\-]*$")] = ""
+
+    @field_validator("report_to")
+    @classmethod
+    def _none_alone(cls, names: list[str] | None) -> list[str] | None:
+        if names and "none" in names and len(names) > 1:
+            raise ValueError("report_to: 'none' cannot be combined with a tracker")
+        return names
 
 
 class RunState(StrEnum):
