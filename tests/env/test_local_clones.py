@@ -63,8 +63,10 @@ def _park_a_page(http, task_id: str, action: dict) -> None:
 
 
 def _same_from_here(http, a_sid: str, b_sid: str, actions: list[dict]) -> None:
-    """The same actions in two sessions give the same screenshots and site states, step by step."""
-    for action in actions:
+    """The same actions in two sessions give the same screenshots and site states, step by step.
+    A `wait` first: a rewound page's first observation reuses its source's screenshot when the page
+    reads the same, so the pixels of the re-entered state itself are compared here."""
+    for action in [{"action": "wait", "time": 0}, *actions]:
         a = step(http, a_sid, **action)
         b = step(http, b_sid, **action)
         assert a["observation"]["screenshot"]["sha256"] == b["observation"]["screenshot"]["sha256"], action
@@ -75,26 +77,33 @@ def _same_from_here(http, a_sid: str, b_sid: str, actions: list[dict]) -> None:
             break
 
 
-@pytest.mark.parametrize("method", ["snapshot", "rewind"])
+@pytest.mark.parametrize("method", ["snapshot", "rewind", "restore"])
 @pytest.mark.parametrize("task_id", _first_task_per_site())
 def test_clone_fork_is_exact(clones, task_id, method):
-    """Fork by each re-entry method, then run the reference solution in parent and fork side by side.
-    The rewind fork goes into a page parked at the app by an earlier session, which had moved its
-    cursor and changed the page: nothing of that may show."""
+    """Re-enter the state by each method (a snapshot fork, a rewind fork, a restore of the session's
+    snapshot, which rewinds too), then run the reference solution in parent and copy side by side.
+    A rewind goes into a page parked at the app by an earlier session, which had moved its cursor
+    and changed the page: nothing of that may show."""
     env, _ = clones
     solution = json.loads((sites_tasks.SOLUTIONS_DIR / f"{task_id}.json").read_text())
     actions = [a for a in solution if a["action"] not in ("terminate", "answer")]
     with client(env) as http:
         parent = create(http, task_id=task_id)["observation"]
         sid = parent["session_id"]
-        if method == "rewind":
+        if method != "snapshot":
             _park_a_page(http, task_id, actions[-1])
         if len(actions) > 1:  # fork mid-episode when the solution is long enough
             parent = step(http, sid, **actions.pop(0))["observation"]
-        fork = http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": method})
-        assert fork.status_code == 200, fork.text
-        assert fork.json()["method"] == method
-        child = fork.json()["sessions"][0]["observation"]
+        if method == "restore":
+            restored = http.post("/sessions/restore", json=http.get(f"/sessions/{sid}/snapshot").json())
+            assert restored.status_code == 200, restored.text
+            assert restored.json()["info"]["method"] == "rewind"
+            child = restored.json()["observation"]
+        else:
+            fork = http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": method})
+            assert fork.status_code == 200, fork.text
+            assert fork.json()["method"] == method
+            child = fork.json()["sessions"][0]["observation"]
         assert child["site_state"] == parent["site_state"]
         assert child["axtree"] == parent["axtree"]
         assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]

@@ -38,13 +38,27 @@ class PageObserver:
             await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
 
     async def observe(
-        self, session: Session, error: str | None = None, step: int | None = None, pointer: Pointer | None = None
+        self,
+        session: Session,
+        error: str | None = None,
+        step: int | None = None,
+        pointer: Pointer | None = None,
+        like: Observation | None = None,
     ) -> tuple[Observation, dict[str, Any]]:
-        """The observation of the page as it is now, and the checkpoint to rebuild it from."""
+        """The observation of the page as it is now, and the checkpoint to rebuild it from.
+
+        ``like``: the observation the page should equal (a rewind's source). When the page reads
+        the same (url, ids and accessibility tree, site state), its screenshot is reused instead of
+        taken: a rewind is exact (tests/env/test_local_clones.py), and the screenshot is most of an
+        observation's cost. When anything differs, the page is captured as usual."""
         lease = session.lease
-        raw, png = await self._capture(session)
+        raw = await self._evaluate(lease.page) if like is not None else None
+        if like is not None and raw is not None and _reads_like(raw, like):
+            sha = like.screenshot.sha256
+        else:
+            raw, png = await self._capture(session)
+            sha = self.store.put(png)
         cookies = await lease.context.cookies()
-        sha = self.store.put(png)
         blocked, navigation = lease.guard.drain()
         metrics.BLOCKED.inc(len(blocked))
         if navigation is not None and error is None:
@@ -115,3 +129,13 @@ class PageObserver:
                 with contextlib.suppress(PlaywrightTimeoutError):
                     await page.wait_for_load_state("load", timeout=self.s.navigation_timeout_s * 1000)
         raise AssertionError("unreachable")
+
+
+def _reads_like(raw: dict[str, Any], obs: Observation) -> bool:
+    site_state = raw.get("siteState") if isinstance(raw.get("siteState"), dict) else None
+    return (
+        raw["url"] == obs.url
+        and (raw.get("axtree") or "") == obs.axtree
+        and (raw.get("title") or "")[:300] == obs.title
+        and site_state == obs.site_state
+    )

@@ -31,14 +31,19 @@ class PageOpener:
         self.observer = observer
 
     async def open(
-        self, session: Session, state: dict[str, Any] | None, rewind: bool = False
+        self,
+        session: Session,
+        state: dict[str, Any] | None,
+        rewind: bool = False,
+        like: Observation | None = None,
     ) -> tuple[Observation, dict[str, Any]]:
         """Bring ``session.lease`` to the session's state and observe it; raises on any browser failure.
 
-        ``rewind``: the lease's page shows ``state``'s clone app already (a parked context)."""
+        ``rewind``: the lease's page shows ``state``'s clone app already (a parked context);
+        ``like``: the observation of that state when known (see ``PageObserver.observe``)."""
         budget = self.s.navigation_timeout_s * 2 + self.s.step_timeout_s * (1 + len(session.actions))
         await asyncio.wait_for(self._build(session, state, rewind), budget)
-        return await asyncio.wait_for(self.observer.observe(session), self.s.step_timeout_s)
+        return await asyncio.wait_for(self.observer.observe(session, like=like), self.s.step_timeout_s)
 
     async def _build(self, session: Session, state: dict[str, Any] | None, rewind: bool) -> None:
         """Rewind or restore a capture, or reset + replay."""

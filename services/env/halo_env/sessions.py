@@ -70,7 +70,8 @@ class SessionManager:
         self.public_url = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
         self._sessions: dict[str, Session] = {}
         self._fork_slots = asyncio.Semaphore(settings.fork_parallelism)
-        self._initial_states: dict[tuple[str, int, str], dict[str, Any]] = {}  # (task, seed, run) -> reset state
+        # (task, seed, run) -> the reset's state and observation
+        self._initial_states: dict[tuple[str, int, str], tuple[dict[str, Any], Observation]] = {}
         self.leases = LeaseBook(settings.lease_ttl_s)
         self.observer = PageObserver(settings, store, self.viewport, self.public_url)
         self.opener = PageOpener(settings, self.observer)
@@ -117,7 +118,7 @@ class SessionManager:
         run_id = req.run_id or self.s.real_run_id
         # A reset of the clones is deterministic (task, seed, run id): the state its first
         # observation captured is rewound into a parked page instead of loading /config again.
-        initial = self._initial_states.get((task.id, req.seed, run_id))
+        initial, initial_obs = self._initial_states.get((task.id, req.seed, run_id), (None, None))
         return await self._spawn(
             task,
             backend,
@@ -128,6 +129,7 @@ class SessionManager:
             kind="reset",
             lease_id=req.lease_id,
             rewind_to=initial,
+            like=initial_obs,
         )
 
     async def restore(self, snapshot: Snapshot) -> ResetResponse:
@@ -151,8 +153,11 @@ class SessionManager:
             raise ServiceError(422, f"invalid snapshot: storage_state.{where}: {err['msg']}") from None
         if state["page"].get("origin") and not probe.allows(state["page"]["origin"]):
             raise ServiceError(422, "snapshot storage belongs to an origin outside the task's site")
+        rewind_to = None
         if backend.fork_method is not ForkMethod.SNAPSHOT:
             state = None
+        else:  # a page parked at this URL's document is a clone app that renders itself: rewind it
+            rewind_to = {**state, "page": {**state["page"], "app": snapshot.url.split("#")[0]}}
         return await self._spawn(
             task,
             backend,
@@ -164,6 +169,7 @@ class SessionManager:
             prefix=list(snapshot.actions),
             step=snapshot.step,
             answer=snapshot.answer,
+            rewind_to=rewind_to,
         )
 
     async def fork(self, session_id: str, n: int, method: ForkMethod | None = None) -> ForkResponse:
@@ -204,6 +210,7 @@ class SessionManager:
                         pointer=Pointer(parent.pointer.x, parent.pointer.y),
                         lease_id=parent.lease_id,  # a fork belongs to its parent's owner
                         rewind_to=rewind_to,
+                        like=parent.last_obs,
                     )
 
             results = await asyncio.gather(*(child() for _ in range(n)), return_exceptions=True)
@@ -238,9 +245,11 @@ class SessionManager:
         pointer: Pointer | None = None,
         lease_id: str | None = None,
         rewind_to: dict[str, Any] | None = None,
+        like: Observation | None = None,
     ) -> ResetResponse:
         """A new session at ``state`` (None: the task's reset, and the replay of ``prefix``);
-        ``rewind_to`` is that state too, used instead when a page parked at its app is free."""
+        ``rewind_to`` is that state too, used instead when a page parked at its app is free, and
+        ``like`` its observation when known (a rewound page that reads the same reuses its screenshot)."""
         t0 = time.perf_counter()
         app_url = browser_state.rewind_url(rewind_to) if rewind_to is not None else None
         try:
@@ -265,7 +274,10 @@ class SessionManager:
         )
         rewound = app_url is not None and lease.app_url == app_url
         try:
-            obs, checkpoint = await self.opener.open(session, rewind_to if rewound else state, rewind=rewound)
+            if rewound:
+                obs, checkpoint = await self.opener.open(session, rewind_to, rewind=True, like=like)
+            else:
+                obs, checkpoint = await self.opener.open(session, state)
         except (PlaywrightError, InfraError, TimeoutError) as exc:
             await self.pool.discard(lease)
             detail = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
@@ -286,17 +298,17 @@ class SessionManager:
         seconds = time.perf_counter() - t0
         metrics.RESET_SECONDS.observe(seconds)
         if kind == "reset" and not rewound and backend.fork_method is ForkMethod.SNAPSHOT:
-            self._remember_initial((task.id, seed, run_id), checkpoint)
+            self._remember_initial((task.id, seed, run_id), checkpoint, obs)
         method = ForkMethod.REWIND.value if rewound else "setup" if kind == "reset" else backend.fork_method.value
         metrics.RESETS.labels(kind, method).inc()
         info = {"backend": backend.name, "kind": kind, "method": method, "seconds": round(seconds, 4)}
         return ResetResponse(observation=obs, info=info)
 
-    def _remember_initial(self, key: tuple[str, int, str], checkpoint: dict[str, Any]) -> None:
+    def _remember_initial(self, key: tuple[str, int, str], checkpoint: dict[str, Any], obs: Observation) -> None:
         if browser_state.rewind_url(checkpoint) is None:
             return
         self._initial_states.pop(key, None)
-        self._initial_states[key] = checkpoint
+        self._initial_states[key] = (checkpoint, obs)
         while len(self._initial_states) > _INITIAL_STATES:
             self._initial_states.pop(next(iter(self._initial_states)))
 
