@@ -191,7 +191,7 @@
     HALO.milestone("listing_viewed");
     const saved = !!st.homes.saved[home.id];
     const c = view.contact && view.contact.id === home.id ? view.contact : defaultContact(home);
-    const sent = Object.values(st.contact.requests).filter(function (q) { return q.homeId === home.id; }).length;
+    const sent = sentTo(st).filter(function (q) { return q.homeId === home.id; }).length;
     const facts = [
       ["Type", TYPE_LABEL[home.type]], ["Year built", "Built in " + home.yearBuilt], ["Lot", home.lotSqft ? num(home.lotSqft) + " sqft lot" : "No data"],
       ["Price/sqft", money(Math.round(home.price / home.sqft)) + "/sqft"], ["HOA", money(home.hoa) + " monthly HOA fee"], ["Days on Zilloft", home.daysOnMarket + " days"],
@@ -213,8 +213,11 @@
       '<input type="text" data-contact="name" data-halo-id="contact-name" aria-label="Name" placeholder="Name" value="' + esc(c.name) + '" autocomplete="off">' +
       '<input type="text" data-contact="phone" data-halo-id="contact-phone" aria-label="Phone" placeholder="Phone" value="' + esc(c.phone) + '" autocomplete="off">' +
       '<input type="text" data-contact="email" data-halo-id="contact-email" aria-label="Email" placeholder="Email" value="' + esc(c.email) + '" autocomplete="off">' +
-      '<textarea data-contact="message" data-halo-id="contact-message" aria-label="Message">' + esc(c.message) + "</textarea>" + errs +
-      '<button class="cbtn" data-action="contact" data-id="' + home.id + '" data-halo-id="contact-submit">Contact agent</button>' +
+      '<textarea data-contact="message" data-halo-id="contact-message" aria-label="Message">' + esc(c.message) + "</textarea>" +
+      (st.tourRequests ? '<div class="tour-when"><input type="text" data-contact="date" data-halo-id="tour-date" aria-label="Tour date" placeholder="Tour date (YYYY-MM-DD)" value="' + esc(c.date) + '" autocomplete="off">' +
+        '<input type="text" data-contact="time" data-halo-id="tour-time" aria-label="Tour time" placeholder="Time (e.g. 1:00 PM)" value="' + esc(c.time) + '" autocomplete="off"></div>' : "") + errs +
+      (st.tourRequests ? '<button class="cbtn" data-action="tour" data-id="' + home.id + '" data-halo-id="tour-submit">Request a tour</button>' : "") +
+      '<button class="cbtn' + (st.tourRequests ? " secondary" : "") + '" data-action="contact" data-id="' + home.id + '" data-halo-id="contact-submit">Contact agent</button>' +
       '<p class="fine">By pressing Contact agent, you agree that Zilloft and real estate professionals may contact you.</p></aside></div></div>';
   }
   function cityOf(home) {
@@ -228,7 +231,30 @@
       ". Close to parks, schools and shopping.";
   }
   function defaultContact(home) {
-    return { id: home.id, name: "", phone: "", email: "", message: "I am interested in " + home.address + " " + home.zip + ".", error: "" };
+    return { id: home.id, name: "", phone: "", email: "", message: "I am interested in " + home.address + " " + home.zip + ".", date: "", time: "", error: "" };
+  }
+  // REAL's Zilloft (the REAL dataset's state has tourRequests) files tour requests and agent
+  // contacts under tourRequests, keyed by id, as its eval scripts read them.
+  function sentTo(st) {
+    if (!st.tourRequests) return Object.values(st.contact.requests);
+    return Object.values(st.tourRequests.requestTourList).concat(Object.values(st.tourRequests.contactAgentList));
+  }
+  function tourDate(text) {
+    const t = String(text || "").trim();
+    let m = /^(\d{4})-(\d{1,2})-(\d{1,2})$/.exec(t);
+    if (m) return m[1] + "-" + m[2].padStart(2, "0") + "-" + m[3].padStart(2, "0");
+    m = /^(\d{1,2})\/(\d{1,2})\/(\d{4})$/.exec(t);
+    return m ? m[3] + "-" + m[1].padStart(2, "0") + "-" + m[2].padStart(2, "0") : null;
+  }
+  function tourTime(text) {
+    const m = /^(\d{1,2})(?::(\d{2}))?\s*(am|pm)?$/i.exec(String(text || "").trim());
+    if (!m) return null;
+    let h = Number(m[1]);
+    const min = m[2] || "00";
+    if (m[3]) { if (h < 1 || h > 12) return null; } else { if (h > 23) return null; }
+    const pm = m[3] ? m[3].toLowerCase() === "pm" : h >= 12;
+    if (!m[3]) h = h % 12 || 12;
+    return h + ":" + min + (pm ? " PM" : " AM");
   }
 
   function savedPage(st) {
@@ -239,6 +265,13 @@
   }
 
   function render() {
+    const state = HALO.state();
+    if (state.tourRequests && !state.config) {
+      // REAL's Zilloft applies its run config after /config's snapshot (eval scripts read
+      // initialfinaldiff.added.config.zilloft.run_id).
+      state.config = { zilloft: { run_id: String(HALO.meta().run_id || "0") } };
+      HALO.commit(state);
+    }
     let view = HALO.view();
     const r = route();
     if (view.route !== location.hash) {
@@ -336,7 +369,7 @@
     });
     if (saved) HALO.milestone("home_saved");
   }
-  function contact(id) {
+  function contact(id, tour) {
     const home = SITE.homes().filter(function (h) { return h.id === id; })[0];
     const view = HALO.view();
     const c = view.contact && view.contact.id === id ? view.contact : defaultContact(home);
@@ -346,9 +379,27 @@
     else if (digits.length < 10) error = "Please enter a valid phone number.";
     else if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(String(c.email || "").trim())) error = "Please enter a valid email address.";
     else if (!String(c.message || "").trim()) error = "Please enter a message.";
+    else if ((tour || String(c.date || "").trim()) && !tourDate(c.date)) error = "Please enter the tour date as YYYY-MM-DD.";
+    else if ((tour || String(c.time || "").trim()) && !tourTime(c.time)) error = "Please enter the tour time, e.g. 1:00 PM.";
     if (error) {
       c.error = error;
       HALO.patchView({ contact: c });
+      return;
+    }
+    const form = { name: c.name.trim(), phone: c.phone.trim(), email: c.email.trim(), message: c.message.trim() };
+    const when = String(c.date || "").trim() ? { date: tourDate(c.date), time: tourTime(c.time) || "" } : null;
+    if (HALO.state().tourRequests) {
+      update(function (st) {
+        const list = tour ? st.tourRequests.requestTourList : st.tourRequests.contactAgentList;
+        const rid = String(Object.keys(st.tourRequests.requestTourList).length + Object.keys(st.tourRequests.contactAgentList).length + 1);
+        // The clock never moves: "now" is Monday 2024-07-15, 10:30 (REAL's entries carry createdAt).
+        const entry = { id: rid, homeId: id, address: home.address, createdAt: "2024-07-15T10:30:00.000Z" };
+        list[rid] = Object.assign(entry, tour ?
+          { requestTourData: { options: [when], formValues: form } } :
+          { contactAgentData: Object.assign({ formValues: form }, when ? { selectedDate: when } : {}) });
+      });
+      HALO.milestone("agent_contacted");
+      HALO.patchView({ contact: null, focus: null });
       return;
     }
     update(function (st) {
@@ -408,7 +459,9 @@
     } else if (action === "save") {
       toggleSave(id);
     } else if (action === "contact") {
-      contact(id);
+      contact(id, false);
+    } else if (action === "tour") {
+      contact(id, true);
     } else if (action === "open") {
       go("#/homedetails/" + id);
       return;

@@ -13,6 +13,19 @@
     ["pdx", "Portland", "OR", 97201, 390, "river"], ["bos", "Boston", "MA", 2108, 640, "east"],
     ["mia", "Miami", "FL", 33130, 450, "east"], ["chi", "Chicago", "IL", 60601, 260, "east"],
   ];
+  // REAL's v2 Zilloft tasks (real-offline.zilloft-<n>, config.dataset "real") are about California:
+  // those cities join the eight (generated the same way, after them, so the others do not change).
+  // The page builds its city list before HALO knows the episode: it reads the episode's config
+  // (written by /config) from storage itself.
+  const META = JSON.parse(localStorage.getItem("halo:zilloft:meta") || "{}");
+  const REAL = ((META && META.config) || {}).dataset === "real";
+  if (REAL) {
+    CITIES.push(
+      ["lgb", "Long Beach", "CA", 90802, 430, "west"], ["lax", "Los Angeles", "CA", 90012, 250, "west"],
+      ["sjc", "San Jose", "CA", 95112, 520, "lake"], ["sac", "Sacramento", "CA", 95814, 330, "river"],
+      ["sfo", "San Francisco", "CA", 94102, 380, "east"],
+    );
+  }
   const STREETS = ["Maple Ave", "Oak St", "Cedar Ln", "Pine St", "Elm Dr", "Willow Way", "Birch Rd", "Lakeview Dr",
     "Sunset Blvd", "Hillcrest Rd", "Park Ave", "Magnolia St", "Juniper Ct", "Aspen Way", "Riverside Dr", "Highland Ave"];
   const AGENTS = [
@@ -55,15 +68,22 @@
         });
       });
     });
+    if (REAL) out.forEach(function (h) { Object.assign(h, REAL_FIXUPS[h.id] || {}); });
     return out;
   }
+  // Generated homes adjusted so that each REAL goal has an answer: a 3-bed 2-bath house in Long
+  // Beach, a house under $350,000 in Los Angeles, a house under $1M in Boston.
+  const REAL_FIXUPS = { lgb6: { baths: 2 }, lax5: { price: 329000 }, bos7: { price: 958000 } };
 
   const DEFAULT_SEARCH = { location: "", minPrice: null, maxPrice: null, beds: 0, baths: 0, homeTypes: [], sort: "homes-for-you" };
   let cache = null;
 
   HALO.defineSite({
     site: "zilloft",
-    collections: { saved: "homes.saved", contactRequests: "contact.requests" },
+    // REAL's state: tour requests and agent contacts under tourRequests, reported as id-keyed maps.
+    collections: REAL ?
+      { saved: "homes.saved", requestTours: { path: "tourRequests.requestTourList", keyed: true }, contactAgents: { path: "tourRequests.contactAgentList", keyed: true } } :
+      { saved: "homes.saved", contactRequests: "contact.requests" },
     cities: CITIES.map(function (c) { return { code: c[0], city: c[1], state: c[2], label: c[1] + ", " + c[2], slug: (c[1] + "-" + c[2]).toLowerCase().replace(/\s+/g, "-"), zip: c[3], water: c[5] }; }),
     types: [["house", "Houses"], ["townhome", "Townhomes"], ["condo", "Condos/Co-ops"], ["apartment", "Apartments"]],
     homes: function () {
@@ -71,7 +91,10 @@
       if (!cache || cache.seed !== seed) cache = { seed: seed, list: homes(seed) };
       return cache.list;
     },
-    initialState: function () {
+    initialState: function (seed, config) {
+      if (config.dataset === "real") {
+        return { search: HALO.clone(DEFAULT_SEARCH), homes: { saved: {} }, tourRequests: { requestTourList: {}, contactAgentList: {} } };
+      }
       return { search: HALO.clone(DEFAULT_SEARCH), homes: { saved: {} }, contact: { requests: {} } };
     },
     initialView: function () {
