@@ -25,6 +25,7 @@ from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.metrics import MetricsLog
 from halo_trainer.runs import RunManager, RunRefused
+from halo_trainer.viewer.routes import RunFolders, mount_viewer
 from halo_trainer.worker import make_services, work
 
 
@@ -71,6 +72,8 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="HALO trainer", lifespan=lifespan)
     install_error_handlers(app)
+    # The run viewer (/ui) reads run folders and screenshots only; its page uses /runs/{id}/events.
+    mount_viewer(app, RunFolders(settings.runs_dir), ScreenshotStore(settings.screenshots_dir), live=True)
     # One client for every readiness probe, made once: making one loads the CA bundle on the event
     # loop (0.5 s on a loaded 2-core machine), and a client per check per /ready stalled the whole
     # trainer, /health included, for seconds. No keep-alive: every probe tests a fresh connection.

@@ -1,0 +1,171 @@
+"""The run viewer's routes (``/ui``): read-only, from run folders and the screenshot store alone.
+
+Everything it shows comes from files a run writes (status.json, config.json, metrics.jsonl,
+eval.jsonl, episodes.jsonl) and screenshots by hash, so a finished run copied from another machine
+is shown the same way (``python -m halo_trainer.viewer <run folder>``). Inside the trainer the
+page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from halo.screenshots import ScreenshotStore
+from halo_trainer.episodes import read_episodes
+from halo_trainer.filmstrip import draw_action
+
+STATIC = Path(__file__).parent / "static"
+RUN_ID = re.compile(r"^[A-Za-z0-9_\-.]{1,200}$")
+
+
+def _missing(what: str) -> JSONResponse:
+    return JSONResponse({"detail": what}, status_code=404)
+
+
+def _finite(line: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN: a value not measured at that update becomes null (a gap in the curve)."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [_finite(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+class RunFolders:
+    """Run folders under ``root`` (the trainer's runs_dir), or the one folder ``root`` is."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.single = (self.root / "config.json").exists()
+
+    def folders(self) -> list[Path]:
+        if self.single:
+            return [self.root]
+        if not self.root.is_dir():
+            return []
+        return sorted((p for p in self.root.iterdir() if (p / "config.json").exists()), reverse=True)
+
+    def folder(self, run_id: str) -> Path | None:
+        if not RUN_ID.match(run_id) or run_id in (".", ".."):
+            return None
+        return next((p for p in self.folders() if p.name == run_id), None)
+
+
+def summary(folder: Path) -> dict[str, Any]:
+    """What the runs page lists: state, progress, algorithm, domain, version, the latest metrics."""
+    config = json.loads((folder / "config.json").read_text()).get("run", {})
+    status = json.loads((folder / "status.json").read_text()) if (folder / "status.json").exists() else {}
+    return {
+        "run_id": folder.name,
+        "state": status.get("state", "unknown"),
+        "algorithm": config.get("algorithm"),
+        "domain": config.get("domain"),
+        "episodes_done": status.get("episodes_done", 0),
+        "episodes_total": status.get("episodes_total", config.get("episodes")),
+        "updates": status.get("updates", 0),
+        "policy_version": status.get("policy_version", 0),
+        "latest_metrics": _finite(status.get("latest_metrics", {})),
+        "error": status.get("error"),
+        "created_at": status.get("created_at"),
+    }
+
+
+def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> APIRouter:
+    """``live``: the run API (``/runs/{id}/events``) is served beside the viewer."""
+    router = APIRouter(prefix="/ui", tags=["viewer"])
+    index = (STATIC / "index.html").read_text()
+
+    @router.get("", include_in_schema=False)
+    @router.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(index)
+
+    @router.get("/api/info")
+    async def info() -> dict[str, Any]:
+        return {"live": live}
+
+    @router.get("/api/runs")
+    async def list_runs() -> list[dict[str, Any]]:
+        return [summary(f) for f in runs.folders()]
+
+    @router.get("/api/runs/{run_id}")
+    async def run(run_id: str) -> Response:
+        if (folder := runs.folder(run_id)) is None:
+            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        return JSONResponse({**summary(folder), "config": json.loads((folder / "config.json").read_text())})
+
+    @router.get("/api/runs/{run_id}/metrics")
+    async def metrics(run_id: str) -> Response:
+        if (folder := runs.folder(run_id)) is None:
+            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        return JSONResponse({"metrics": _lines(folder / "metrics.jsonl"), "eval": _lines(folder / "eval.jsonl")})
+
+    @router.get("/api/runs/{run_id}/episodes")
+    async def episodes(run_id: str) -> Response:
+        if (folder := runs.folder(run_id)) is None:
+            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        keys = ("episode_id", "job_id", "task_id", "purpose", "update", "policy_version", "success")
+        return JSONResponse(
+            [
+                {**{k: r[k] for k in keys}, "episode_return": r["episode_return"], "steps": len(r["steps"])}
+                for r in read_episodes(folder / "episodes.jsonl")
+            ]
+        )
+
+    def _episode(run_id: str, episode_id: str) -> dict[str, Any] | JSONResponse:
+        if (folder := runs.folder(run_id)) is None:
+            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        record = next((r for r in read_episodes(folder / "episodes.jsonl") if r["episode_id"] == episode_id), None)
+        return record if record is not None else _missing(f"run {run_id!r} recorded no episode {episode_id!r}")
+
+    @router.get("/api/runs/{run_id}/episodes/{episode_id}")
+    async def episode(run_id: str, episode_id: str) -> Response:
+        record = _episode(run_id, episode_id)
+        return record if isinstance(record, JSONResponse) else JSONResponse(record)
+
+    @router.get("/api/runs/{run_id}/episodes/{episode_id}/frames/{step}/{candidate}.png")
+    async def frame(run_id: str, episode_id: str, step: int, candidate: int) -> Response:
+        """The screenshot a candidate acted on, with its action drawn."""
+        record = _episode(run_id, episode_id)
+        if isinstance(record, JSONResponse):
+            return record
+        steps = {s["step"]: s for s in record["steps"]}
+        if step not in steps or not 0 <= candidate < len(steps[step]["candidates"]):
+            return _missing(f"episode {episode_id!r} has no step {step} candidate {candidate}")
+        chosen = steps[step]["candidates"][candidate]
+        try:
+            png = store.get(steps[step]["screenshot"])
+        except (FileNotFoundError, ValueError):
+            return _missing(f"screenshot {steps[step]['screenshot'][:16]}... is not in the screenshot store")
+        out = io.BytesIO()
+        draw_action(png, chosen["action"], chosen["action_text"]).save(out, format="PNG")
+        return Response(out.getvalue(), media_type="image/png")
+
+    @router.get("/api/screenshots/{sha256}.png")
+    async def screenshot(sha256: str) -> Response:
+        try:
+            return (
+                FileResponse(store.path(sha256), media_type="image/png")
+                if store.exists(sha256)
+                else _missing(f"screenshot {sha256[:16]}... is not in the screenshot store")
+            )
+        except ValueError:
+            return _missing("not a screenshot hash")
+
+    return router
+
+
+def mount_viewer(app: FastAPI, runs: RunFolders, store: ScreenshotStore, *, live: bool) -> None:
+    app.include_router(viewer_router(runs, store, live=live))
+    app.mount("/ui/static", StaticFiles(directory=STATIC), name="viewer-static")
