@@ -130,6 +130,9 @@ def train(
     eval_episodes: int = typer.Option(None, help="Greedy episodes per evaluation"),
     seed: int = typer.Option(0),
     name: str = typer.Option("", help="Run name prefix"),
+    report_to: list[str] = typer.Option(
+        None, "--report-to", help="Experiment trackers (repeatable): none, tensorboard, wandb, trackio, mlflow"
+    ),
     detach: bool = typer.Option(False, help="Submit and return without following progress"),
     no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
 ) -> None:
@@ -151,6 +154,7 @@ def train(
         "eval_episodes": eval_episodes,
         "seed": seed,
         "name": name,
+        "report_to": report_to or None,
     }
     try:
         spec = RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})
@@ -172,6 +176,7 @@ def train(
                     _fail(str(exc))
         run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
         console.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
+        console.print(f"watch it at {url}/ui/#/run/{run.run_id} (curves, episodes; docs/viewer.md)")
         if run.task_set_note:
             console.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
         if detach:
@@ -342,6 +347,18 @@ def evaluate(ctx: typer.Context) -> None:
     services and writes results, a table and a chart under the data folder.
     """
     raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.evaluation", *ctx.args]).returncode)
+
+
+@app.command(
+    "view",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def view(ctx: typer.Context) -> None:
+    """Serve the run viewer on a run folder, e.g. a finished run copied from a GPU box (`halo view --help`).
+
+    Runs the trainer's viewer entry point; it reads the folder and the screenshot store only.
+    """
+    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.viewer", *ctx.args]).returncode)
 
 
 @app.command()
