@@ -148,3 +148,21 @@ def test_trackio_local(tmp_path: Path) -> None:
     result = json.loads(line.removeprefix("RESULT "))
     assert result["got"] == result["expected"] and result["expected"]
     assert result["config"]["learning_rate"] == 1e-6
+
+
+def test_report_to_comes_from_the_spec_else_the_run_defaults_and_none_stands_alone() -> None:
+    from pydantic import ValidationError
+
+    from halo.schemas import RunSpec
+    from halo.settings.trainer import TrainerSettings
+    from halo_trainer.config import load_defaults, resolve
+
+    defaults = load_defaults(TrainerSettings().rl_config)
+    tasks = ["local.playground-1"]
+    assert resolve(RunSpec(domain="playground"), RUN, tasks, defaults, "tiny").report_to == []  # [none]
+    spec = RunSpec(domain="playground", report_to=["mlflow", "tensorboard", "mlflow"])
+    assert resolve(spec, RUN, tasks, defaults, "tiny").report_to == ["mlflow", "tensorboard"]
+    with pytest.raises(ValidationError, match="'none' cannot be combined"):
+        RunSpec(domain="playground", report_to=["none", "wandb"])
+    with pytest.raises(ValidationError):
+        RunSpec(domain="playground", report_to=["comet"])
