@@ -8,7 +8,7 @@ import pytest
 
 from halo_trainer.eval_report import markdown
 from halo_trainer.eval_stats import exact_mcnemar, mode_summary, paired_test, rate
-from halo_trainer.evaluation import episode_seeds, sample_tasks, summarise
+from halo_trainer.evaluation import episode_seeds, read_records, sample_tasks, summarise
 
 
 def _rec(mode, task, seed, success, *, scored=True, steps=2, valid=2, ret=0.5, infra=0):
@@ -82,3 +82,12 @@ def test_the_summary_keeps_infrastructure_failures_apart():
     assert results["paired"][0]["pairs"] == 1
     table = markdown(results)
     assert "| `A` | 33% (6%-79%), 1/3 |" in table and "exact McNemar" in table
+
+
+def test_a_line_cut_by_an_interruption_is_dropped_and_the_next_append_starts_clean(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    path.write_text('{"mode": "A", "task": "t", "seed": 1}\n{"mode": "A", "ta')
+    assert read_records(path) == [{"mode": "A", "task": "t", "seed": 1}]
+    with path.open("a") as fh:
+        fh.write('{"mode": "B", "task": "t", "seed": 1}\n')
+    assert [r["mode"] for r in read_records(path)] == ["A", "B"]

@@ -196,14 +196,19 @@ def write_outputs(folder: Path, results: dict) -> None:
 
 
 def read_records(path: Path) -> list[dict]:
-    """Finished episodes; a line cut short by an interruption is dropped (that episode is replayed)."""
+    """Finished episodes. A line cut short by an interruption is dropped (that episode is replayed)
+    and the file rewritten without it, so the next line is not appended to the broken one."""
+    if not path.exists():
+        return []
     records = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    kept = path.with_name(f".{path.name}.kept")
+    kept.write_text("".join(json.dumps(r) + "\n" for r in records))
+    kept.replace(path)
     return records
 
 
