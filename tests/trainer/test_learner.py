@@ -12,7 +12,7 @@ from safetensors import safe_open
 
 from halo.settings.trainer import LearnerConfig
 from halo_model.inputs import SampleRecord, build_batch, select_rows
-from halo_model.loading import load_model, load_processor
+from halo_model.loading import load_processor
 from halo_trainer.learner import Learner, LearnerBatch, logprobs_and_entropy
 from halo_trainer.objective import group_advantages
 from tests.conftest import noise_png
@@ -25,16 +25,11 @@ def processor(tiny_model_dir):
     return load_processor(tiny_model_dir)
 
 
-@pytest.fixture(scope="module")
-def base(tiny_model_dir):
-    """The tiny model as loaded from disk; each learner takes its own copy."""
-    return load_model(tiny_model_dir)
-
-
-def tiny_model(base) -> torch.nn.Module:
-    """A fresh copy of the base model; the seed makes every learner's LoRA initialisation the same."""
+def tiny_model(base_model) -> torch.nn.Module:
+    """A fresh copy of the tiny model (``base_model``, loaded once by the conftest); the seed makes
+    every learner's LoRA initialisation the same."""
     torch.manual_seed(0)
-    return copy.deepcopy(base)
+    return copy.deepcopy(base_model)
 
 
 def group_batch(processor, advantages: list[float], completions: list[list[int]] | None = None) -> LearnerBatch:
@@ -69,20 +64,20 @@ def sequence_logprobs(learner: Learner, batch: LearnerBatch) -> torch.Tensor:
 # --- per-token log-probs -------------------------------------------------------------------------
 
 
-def test_logprobs_match_a_full_forward_of_each_row_alone(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_logprobs_match_a_full_forward_of_each_row_alone(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
     batch = mixed_batch(processor, [0.0, 0.0, 0.0])
     logp = learner.logprobs(batch)
     mask = batch.inputs.completion_mask
     assert logp.shape == mask.shape
     assert torch.all(logp[~mask] == 0) and torch.all(logp[mask] < 0)
-    image_token = base.config.image_token_id
+    image_token = base_model.config.image_token_id
     for row in range(3):
         alone = select_rows(batch.inputs, [row], spatial_merge_size=2)
         n = int(alone.completion_mask.sum())
         ids = alone.input_ids[:, : alone.prompt_lengths[0] + n]  # no padding at all
         with torch.no_grad():
-            full = base(
+            full = base_model(
                 input_ids=ids,
                 pixel_values=alone.pixel_values,
                 image_grid_thw=alone.image_grid_thw,
@@ -92,8 +87,8 @@ def test_logprobs_match_a_full_forward_of_each_row_alone(base, processor) -> Non
         assert torch.allclose(logp[row, :n], expected, atol=1e-5), row
 
 
-def test_entropy_is_read_from_the_same_logits_and_respects_grammar_masks(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_entropy_is_read_from_the_same_logits_and_respects_grammar_masks(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
     batch = group_batch(processor, [0.0, 0.0])
     logp, entropy = logprobs_and_entropy(learner.logprob_fn, learner.model, batch, grad=False)
     assert torch.equal(logp, learner.logprobs(batch))
@@ -114,8 +109,8 @@ def test_entropy_is_read_from_the_same_logits_and_respects_grammar_masks(base, p
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_update_moves_a_completion_logprob_with_the_sign_of_its_advantage(base, processor, sign: float) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_update_moves_a_completion_logprob_with_the_sign_of_its_advantage(base_model, processor, sign: float) -> None:
+    learner = Learner(tiny_model(base_model), config())
     batch = group_batch(processor, [sign])
     before = sequence_logprobs(learner, batch)
     metrics = learner.update(batch)
@@ -126,8 +121,8 @@ def test_update_moves_a_completion_logprob_with_the_sign_of_its_advantage(base, 
     assert metrics["train/ratio_min"] == metrics["train/ratio_max"] == 1.0 and metrics["train/clip_frac"] == 0
 
 
-def test_group_update_separates_better_from_worse_completion(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_group_update_separates_better_from_worse_completion(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
     batch = group_batch(processor, [1.0, -1.0])
     before = sequence_logprobs(learner, batch)
     learner.update(batch)
@@ -136,8 +131,8 @@ def test_group_update_separates_better_from_worse_completion(base, processor) ->
     assert after[0] > before[0] and after[1] < before[1]
 
 
-def test_zero_advantages_without_kl_leave_every_parameter_unchanged(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_zero_advantages_without_kl_leave_every_parameter_unchanged(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
     learner.update(
         group_batch(processor, [1.0, -1.0])
     )  # AdamW now has momentum: a zero-gradient step would still move it
@@ -148,8 +143,8 @@ def test_zero_advantages_without_kl_leave_every_parameter_unchanged(base, proces
     assert metrics["train/skipped_sequences"] == 3 and metrics["train/grad_norm"] == 0
 
 
-def test_only_lora_parameters_of_the_language_model_change(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_only_lora_parameters_of_the_language_model_change(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
     before = {n: p.detach().clone() for n, p in learner.model.named_parameters()}
     learner.update(group_batch(processor, [1.0, -1.0]))
     changed = {n for n, p in learner.model.named_parameters() if not torch.equal(p, before[n])}
@@ -160,10 +155,10 @@ def test_only_lora_parameters_of_the_language_model_change(base, processor) -> N
     assert not any(".visual." in n for n in trainable)
 
 
-def test_micro_batches_accumulate_to_the_full_batch_step(base, processor) -> None:
+def test_micro_batches_accumulate_to_the_full_batch_step(base_model, processor) -> None:
     advantages = [0.5, -1.0, 0.5]
-    whole = Learner(tiny_model(base), config(micro_batch_size=8))
-    split = Learner(tiny_model(base), config(micro_batch_size=1))
+    whole = Learner(tiny_model(base_model), config(micro_batch_size=8))
+    split = Learner(tiny_model(base_model), config(micro_batch_size=1))
     m_whole = whole.update(mixed_batch(processor, advantages))
     m_split = split.update(mixed_batch(processor, advantages))
     assert m_whole["train/loss"] == pytest.approx(m_split["train/loss"], rel=1e-5)
@@ -172,9 +167,9 @@ def test_micro_batches_accumulate_to_the_full_batch_step(base, processor) -> Non
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
-def test_gradient_checkpointing_gives_the_same_step(base, processor) -> None:
-    plain = Learner(tiny_model(base), config())
-    ckpt = Learner(tiny_model(base), config(gradient_checkpointing=True))
+def test_gradient_checkpointing_gives_the_same_step(base_model, processor) -> None:
+    plain = Learner(tiny_model(base_model), config())
+    ckpt = Learner(tiny_model(base_model), config(gradient_checkpointing=True))
     m_plain = plain.update(group_batch(processor, [1.0, -1.0]))
     m_ckpt = ckpt.update(group_batch(processor, [1.0, -1.0]))
     assert m_plain["train/grad_norm"] == pytest.approx(m_ckpt["train/grad_norm"], rel=1e-5)
@@ -182,21 +177,21 @@ def test_gradient_checkpointing_gives_the_same_step(base, processor) -> None:
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
 
 
-def test_kl_to_the_base_model_is_zero_at_first_and_grows(base, processor) -> None:
-    learner = Learner(tiny_model(base), config(kl_coef=0.1))
+def test_kl_to_the_base_model_is_zero_at_first_and_grows(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config(kl_coef=0.1))
     batch = group_batch(processor, [1.0, -1.0])
     first = learner.update(batch)
     assert first["train/kl"] == pytest.approx(0.0, abs=1e-10)  # LoRA B starts at 0: adapter == base
     second = learner.update(batch)
     assert second["train/kl"] > 0
-    base = learner.logprobs(batch, adapter=False)
-    assert not torch.allclose(base, learner.logprobs(batch))
+    without = learner.logprobs(batch, adapter=False)
+    assert not torch.allclose(without, learner.logprobs(batch))
     # with kl_coef > 0, zero-advantage rows are not skipped: the KL term still has a gradient
     assert learner.update(group_batch(processor, [0.0, 0.0]))["train/skipped_sequences"] == 0
 
 
-def test_stale_behaviour_logprobs_give_ratios_and_clipping(base, processor) -> None:
-    learner = Learner(tiny_model(base), config(clip_eps_low=0.1, clip_eps_high=0.1))
+def test_stale_behaviour_logprobs_give_ratios_and_clipping(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config(clip_eps_low=0.1, clip_eps_high=0.1))
     batch = group_batch(processor, [1.0, -1.0])
     current = learner.logprobs(batch)
     # the sampler saw these tokens as much less likely (ratio e^1 > 1.1) with positive advantage
@@ -208,18 +203,18 @@ def test_stale_behaviour_logprobs_give_ratios_and_clipping(base, processor) -> N
     assert metrics["train/clip_frac"] == pytest.approx(3 / 5)
 
 
-def test_warmup_schedule_and_completion_length_limit(base, processor) -> None:
-    learner = Learner(tiny_model(base), config(warmup_steps=4))
+def test_warmup_schedule_and_completion_length_limit(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config(warmup_steps=4))
     skipped = group_batch(processor, [0.0, 0.0])  # no row needs a forward pass: the schedule alone
     lrs = [learner.update(skipped)["train/lr"] for _ in range(5)]
     assert lrs == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
     with pytest.raises(ValueError, match="max_completion_tokens"):
-        Learner(tiny_model(base), config(max_completion_tokens=2)).update(group_batch(processor, [1.0, -1.0]))
+        Learner(tiny_model(base_model), config(max_completion_tokens=2)).update(group_batch(processor, [1.0, -1.0]))
 
 
-def test_bf16_base_model_trains_a_float32_adapter(base, processor) -> None:
+def test_bf16_base_model_trains_a_float32_adapter(base_model, processor) -> None:
     """The GPU path: bf16 weights, LoRA parameters (and AdamW state) kept in float32."""
-    learner = Learner(tiny_model(base).to(torch.bfloat16), config())
+    learner = Learner(tiny_model(base_model).to(torch.bfloat16), config())
     assert {p.dtype for p in learner.params} == {torch.float32}
     batch = group_batch(processor, [1.0, -1.0])
     before = sequence_logprobs(learner, batch)
@@ -228,27 +223,27 @@ def test_bf16_base_model_trains_a_float32_adapter(base, processor) -> None:
     assert (after[0] - after[1]) > (before[0] - before[1])
 
 
-def test_a_peft_model_or_missing_targets_are_refused(base) -> None:
-    learner = Learner(tiny_model(base), config())
+def test_a_peft_model_or_missing_targets_are_refused(base_model) -> None:
+    learner = Learner(tiny_model(base_model), config())
     with pytest.raises(ValueError, match="base model"):
         Learner(learner.model, config())
     with pytest.raises(ValueError):
-        Learner(tiny_model(base), config(lora_target_modules=("no_such_proj",)))
+        Learner(tiny_model(base_model), config(lora_target_modules=("no_such_proj",)))
 
 
-def test_a_completion_holding_a_vision_placeholder_is_left_out_not_fatal(base, processor) -> None:
-    learner = Learner(tiny_model(base), config())
-    batch = group_batch(processor, [1.0, -1.0], completions=[[10, base.config.image_token_id, 12], [20, 21]])
+def test_a_completion_holding_a_vision_placeholder_is_left_out_not_fatal(base_model, processor) -> None:
+    learner = Learner(tiny_model(base_model), config())
+    batch = group_batch(processor, [1.0, -1.0], completions=[[10, base_model.config.image_token_id, 12], [20, 21]])
     metrics = learner.update(batch)
     assert metrics["train/unscorable_sequences"] == 1 and metrics["train/skipped_sequences"] == 1
     assert metrics["train/tokens"] == 2 and metrics["train/grad_norm"] > 0
 
 
 @pytest.mark.slow
-def test_grpo_loop_learns_a_one_token_bandit(base, processor) -> None:
+def test_grpo_loop_learns_a_one_token_bandit(base_model, processor) -> None:
     """Sample one of 16 tokens (a grammar's choice), reward 4 of them, update: the rewarded mass rises
     far above chance."""
-    learner = Learner(tiny_model(base), config(learning_rate=2e-2, max_completion_tokens=1))
+    learner = Learner(tiny_model(base_model), config(learning_rate=2e-2, max_completion_tokens=1))
     png = noise_png(64, 64, seed=1)
     choices = torch.arange(100, 116)
     target = torch.zeros(len(choices), dtype=torch.bool)
@@ -279,8 +274,8 @@ def test_grpo_loop_learns_a_one_token_bandit(base, processor) -> None:
 # --- adapters ------------------------------------------------------------------------------------
 
 
-def test_saved_adapter_has_language_model_keys_only_and_loads_back(base, processor, tmp_path) -> None:
-    learner = Learner(tiny_model(base), config(lora_r=4, lora_alpha=8.0))
+def test_saved_adapter_has_language_model_keys_only_and_loads_back(base_model, processor, tmp_path) -> None:
+    learner = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
     learner.update(group_batch(processor, [1.0, -1.0]))
     path = learner.save_adapter(tmp_path / "v1")
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in path.iterdir()}
@@ -293,19 +288,19 @@ def test_saved_adapter_has_language_model_keys_only_and_loads_back(base, process
     assert all(k.startswith("base_model.model.model.language_model.layers.") for k in keys), keys[:3]
     assert all(k.endswith((".lora_A.weight", ".lora_B.weight")) for k in keys)
 
-    other = Learner(tiny_model(base), config(lora_r=4, lora_alpha=8.0))
+    other = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
     other.load_adapter(path)
     batch = group_batch(processor, [1.0, -1.0])
     assert torch.equal(other.logprobs(batch), learner.logprobs(batch))
 
 
 @pytest.mark.slow
-def test_vllm_lora_loader_accepts_the_saved_adapter(base, tmp_path) -> None:
+def test_vllm_lora_loader_accepts_the_saved_adapter(base_model, tmp_path) -> None:
     """vLLM's own adapter reader parses every saved tensor into a language-model module."""
     from vllm.lora.lora_model import LoRAModel
     from vllm.lora.peft_helper import PEFTHelper
 
-    learner = Learner(tiny_model(base), config(lora_r=4, lora_alpha=8.0))
+    learner = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
     path = learner.save_adapter(tmp_path / "v1")
     helper = PEFTHelper.from_local_dir(str(path), max_position_embeddings=512)
     expected = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
