@@ -72,7 +72,8 @@ async def wait_for_state(manager: RunManager, run_id: str, states: set[RunState]
 
 async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_503(api: Api):
     cases = [
-        ({"domain": "playground", "algorithm": "mcts"}, 422, "algorithm 'mcts' is not implemented"),
+        ({"domain": "playground", "algorithm": "mcts", "critic": "self"}, 422, "critic 'self' is not implemented"),
+        ({"domain": "playground", "simulations": 5}, 422, "simulations: settings of algorithm 'mcts'"),
         ({"domain": "playground", "tasks": ["local.playground-7"]}, 422, "unknown tasks for playground"),
         ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'"),
     ]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams, TrackerName
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
+from halo_trainer.mcts.settings import MCTSConfig
 
 EVAL_SEED_OFFSET = 1_000_000  # evaluation seeds never overlap training seeds
 
@@ -26,7 +27,7 @@ class RunConfig(BaseModel):
     domain: str
     tasks: list[str]
     algorithm: Algorithm
-    episodes: int = Field(description="Training episodes; a step-group job counts as one episode")
+    episodes: int = Field(description="Training episodes; a step-group job counts as one episode, a search as one")
     num_generations: int
     temperature: float
     learning_rate: float
@@ -55,6 +56,7 @@ class RunConfig(BaseModel):
         ge=0, description="Every k-th training job's episodes go to episodes.jsonl (evaluations always); 0 = none"
     )
     profile: str | None = None
+    mcts: MCTSConfig | None = Field(None, description="Search and DPO settings; set exactly when algorithm is mcts")
 
     @field_validator("report_to")
     @classmethod
@@ -123,6 +125,7 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         prof = _profile(defaults, profile)
         lora.update(prof.pop("lora", {}))
         prof.pop("sampling", None)
+        prof.pop("mcts", None)
         grpo.update(prof)
     overrides = {
         "num_generations": spec.num_generations,
@@ -137,6 +140,16 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
     }
     grpo.update({k: v for k, v in overrides.items() if v is not None})
     grpo["episodes"] = spec.episodes
+    mcts = None
+    if spec.algorithm is Algorithm.MCTS:
+        search = dict(defaults["mcts"])
+        if profile:
+            search.update(_profile(defaults, profile).get("mcts", {}))
+        search.update(spec.mcts_overrides())
+        # An iteration's searches are the jobs of one update (each search is one job).
+        grpo["jobs_per_update"] = spec.searches_per_iteration or search.pop("searches_per_iteration")
+        search.pop("searches_per_iteration", None)
+        mcts = MCTSConfig(**search)
     tracking = dict(defaults["tracking"])
     if spec.report_to is not None:
         tracking["report_to"] = spec.report_to
@@ -153,5 +166,6 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         sampling=sampling_for(defaults, profile),
         report_to=tracking["report_to"],
         record_episodes_every=tracking["record_episodes_every"],
+        mcts=mcts,
         **{k: grpo[k] for k in RunConfig.model_fields if k in grpo},
     )

@@ -35,6 +35,7 @@ from halo.settings.trainer import LearnerConfig
 from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.logprobs import base_model, completion_logprobs
 from halo_model.lora import lora_config
+from halo_trainer.dpo import DPOStats, dpo_loss
 from halo_trainer.objective import LossStats, entropy_from_logits, policy_loss
 
 logger = logging.getLogger(__name__)
@@ -240,9 +241,14 @@ class Learner:
             loss_total += float(loss.detach())
             stats = stats.merge(micro_stats)
 
+        grad_norm, lr = self._optimizer_step(bool(rows))
+        return stats, loss_total, grad_norm, lr
+
+    def _optimizer_step(self, any_gradient: bool) -> tuple[float, float]:
+        """Clip the LoRA gradient, AdamW step, schedule step; returns (grad norm, learning rate used)."""
         grad_norm = 0.0
-        if rows:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
+        if any_gradient:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm))
             if not math.isfinite(grad_norm):
                 # A non-finite gradient would poison AdamW's moments for good: skip the step, say so.
                 logger.warning("non-finite gradient norm at update %d: step skipped", self.step)
@@ -251,7 +257,51 @@ class Learner:
         self.optimizer.step()  # parameters without a gradient (all rows skipped) do not move
         self.scheduler.step()
         self.step += 1
-        return stats, loss_total, grad_norm, lr
+        return grad_norm, lr
+
+    def dpo_update(
+        self,
+        chosen: LearnerBatch,
+        rejected: LearnerBatch,
+        ref_chosen: Tensor,
+        ref_rejected: Tensor,
+        *,
+        beta: float,
+        rpo_alpha: float = 0.0,
+    ) -> dict[str, float]:
+        """One optimiser step of step-level DPO (``halo_trainer.dpo``) on preference pairs: row i of
+        ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
+        reference's per-token log-probs of those rows (``logprobs``), computed before the step.
+        Returns ``dpo/*`` metrics."""
+        if len(chosen) != len(rejected) or len(chosen) == 0:
+            raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
+        n = len(chosen)
+        self.optimizer.zero_grad(set_to_none=True)
+        stats = DPOStats()
+        self.model.train()
+        try:
+            for start in range(0, n, self.config.micro_batch_size):
+                rows = list(range(start, min(n, start + self.config.micro_batch_size)))
+                parts = []
+                for batch, ref in ((chosen, ref_chosen), (rejected, ref_rejected)):
+                    micro = batch.select(rows, self._merge).to(self.device)
+                    width = micro.inputs.completion_mask.shape[1]
+                    logp = self.logprob_fn(self.model, micro.inputs, grad=True, allowed=micro.allowed)
+                    parts.append((logp, ref[rows][:, :width].to(self.device), micro.inputs.completion_mask))
+                (logp_w, ref_w, mask_w), (logp_l, ref_l, mask_l) = parts
+                loss, micro_stats = dpo_loss(
+                    logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
+                )
+                loss.backward()
+                stats = stats.merge(micro_stats)
+            grad_norm, lr = self._optimizer_step(True)
+        finally:
+            self.model.eval()
+        return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
+            "dpo/grad_norm": grad_norm,
+            "dpo/lr": lr,
+            "train/step": float(self.step),
+        }
 
     @torch.no_grad()
     def logprobs(self, batch: LearnerBatch | PolicyBatch, *, adapter: bool = True) -> Tensor:

@@ -323,17 +323,12 @@ class RunLoop:
 
     # -- learning ---------------------------------------------------------------------------------
     async def _update(self, results: list[Delivery[RolloutResult]]) -> dict[str, float]:
+        """Learn from ``results`` (``_learn_from``), then count them as used since the last checkpoint."""
         started = time.perf_counter()
         messages = [d.message for d in results]
-        transitions = [t for r in messages for t in r.transitions]
-        selection = select_groups(transitions, self.c.version, self.cfg.max_staleness, self.cfg.group_mode)
-        metrics = rollout_metrics(messages, selection, self.c.version)
-        kept = [t for g in selection.groups for t in g]
-        if kept:
-            adv = [a for g in advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type) for a in g]
-            metrics |= await asyncio.to_thread(self._learn, kept, adv)
+        metrics = await self._learn_from(messages)
         self.c.updates += 1
-        self.c.episodes_done += sum(len(r.episodes) for r in messages)
+        self.c.episodes_done += self._episodes_in(messages)
         self.c.pending_entries += [d.entry_id for d in results]
         self.c.pending_jobs += [r.job_id for r in messages]
         elapsed = time.monotonic() - self.started
@@ -345,6 +340,20 @@ class RunLoop:
             "rollout/jobs_timed_out": float(self.c.jobs_timed_out),
         }
         return metrics
+
+    async def _learn_from(self, messages: list[RolloutResult]) -> dict[str, float]:
+        """GRPO: advantages per group of fresh transitions, then the learner's step(s)."""
+        transitions = [t for r in messages for t in r.transitions]
+        selection = select_groups(transitions, self.c.version, self.cfg.max_staleness, self.cfg.group_mode)
+        metrics = rollout_metrics(messages, selection, self.c.version)
+        kept = [t for g in selection.groups for t in g]
+        if kept:
+            adv = [a for g in advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type) for a in g]
+            metrics |= await asyncio.to_thread(self._learn, kept, adv)
+        return metrics
+
+    def _episodes_in(self, messages: list[RolloutResult]) -> int:
+        return sum(len(r.episodes) for r in messages)
 
     def _learn(self, transitions: list[Transition], adv: list[float]) -> dict[str, float]:
         batch = learner_batch(

@@ -205,7 +205,7 @@ async def _sample(
     svc: Services, job: RolloutJob, obs: Observation, history: list[str], n: int, step: int, episode: int = 0
 ):
     png = await svc.env.screenshot(obs.screenshot.sha256)
-    version = await svc.current_policy(job.run_id) if job.purpose == "train" else job.policy
+    version = await svc.current_policy(job.run_id) if job.purpose != "eval" else job.policy
     seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
     result = await svc.policy.sample_actions(
         png,

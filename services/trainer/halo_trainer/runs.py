@@ -28,6 +28,7 @@ from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.mcts.search import check_critic
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.trackers import Trackers
 from halo_trainer.trackers import missing as missing_trackers
@@ -122,11 +123,10 @@ class RunManager:
     async def create(self, spec: RunSpec) -> RunStatus:
         """Check the request, choose its tasks, write its folder and start training it.
 
-        Raises ``RunRefused`` for an algorithm not implemented (422), while another run trains
-        (409), and when the task set cannot be made (``choose_tasks``: 422 or 503).
+        Raises ``RunRefused`` for settings the run cannot use (a tracker not installed, a critic not
+        built: 422), while another run trains (409), and when the task set cannot be made
+        (``choose_tasks``: 422 or 503).
         """
-        if spec.algorithm is not Algorithm.GRPO:
-            raise RunRefused(422, f"algorithm {spec.algorithm.value!r} is not implemented yet; use 'grpo'")
         if absent := missing_trackers(spec.report_to or []):
             raise RunRefused(
                 422, f"report_to names {absent}, not installed in the trainer: pip install {' '.join(absent)}"
@@ -145,6 +145,11 @@ class RunManager:
         run_dir = self.settings.runs_dir / run_id
         profile = profile_for(self.settings.target)
         cfg = resolve(spec, run_id, chosen.tasks, load_defaults(self.settings.rl_config), profile)
+        if cfg.mcts is not None:
+            try:
+                check_critic(cfg.mcts)
+            except ValueError as exc:
+                raise RunRefused(422, str(exc)) from exc
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(
             json.dumps({"run": cfg.model_dump(mode="json"), "trainer": resolved(self.settings)}, indent=1)
@@ -246,6 +251,7 @@ class RunManager:
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         from halo_trainer.loop import LoopStatus, RunLoop
+        from halo_trainer.mcts.loop import MctsLoop
         from halo_trainer.plots import plot_run
 
         async def report(now: LoopStatus) -> None:
@@ -265,7 +271,9 @@ class RunManager:
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
             config = cfg.model_dump(mode="json")
             trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
-            loop = RunLoop(
+            # Each algorithm's loop is its own file; they share the run loop's streams and durability.
+            loop_class = MctsLoop if cfg.algorithm is Algorithm.MCTS else RunLoop
+            loop = loop_class(
                 cfg,
                 redis=self.redis,
                 policy=self.policy,

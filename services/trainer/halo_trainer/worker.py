@@ -22,6 +22,7 @@ from halo.queue import Delivery, StreamQueue
 from halo.schemas import RolloutJob
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
+from halo_trainer.mcts.jobs import run_search_job
 from halo_trainer.rollout import Services, run_job
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue
 
@@ -40,8 +41,15 @@ async def work(
             logger.info("%s: dropping job %s of stopped run %s", name, job.job_id, job.run_id)
             return
         heartbeat = asyncio.create_task(_heartbeat(jobs, name, delivery, settings.job_claim_idle_s / 3))
+
+        async def stopped() -> bool:
+            return bool(await redis.sismember(keys.STOPPED_RUNS, job.run_id))
+
         try:
-            result = await run_job(services, job, lambda: redis.sismember(keys.STOPPED_RUNS, job.run_id))
+            if job.purpose == "search":  # an MCTS search (halo_trainer.mcts); the tree goes to the run folder
+                result = await run_search_job(services, job, settings.runs_dir, stopped)
+            else:
+                result = await run_job(services, job, stopped)
         finally:
             heartbeat.cancel()
         # Published before the job is acknowledged: a crash in between replays the job, and the

@@ -118,7 +118,7 @@ def train(
     task: list[str] = typer.Option(
         None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
     ),
-    algorithm: str = typer.Option("grpo", help="grpo (mcts is not implemented yet)"),
+    algorithm: str = typer.Option("grpo", help="grpo or mcts (search + step-level DPO, docs/mcts.md)"),
     num_generations: int = typer.Option(None, help="Group size N"),
     lr: float = typer.Option(None, "--lr", help="Learning rate"),
     loss_type: str = typer.Option(None, help="dr_grpo or grpo"),
@@ -133,6 +133,15 @@ def train(
     report_to: list[str] = typer.Option(
         None, "--report-to", help="Experiment trackers (repeatable): none, tensorboard, wandb, trackio, mlflow"
     ),
+    searches_per_iteration: int = typer.Option(None, help="mcts: searches per DPO iteration"),
+    simulations: int = typer.Option(None, help="mcts: simulations per search"),
+    ucb_c: float = typer.Option(None, help="mcts: UCB1 exploration constant"),
+    max_children: int = typer.Option(None, help="mcts: distinct candidate actions per expanded node"),
+    max_depth: int = typer.Option(None, help="mcts: actions from the root after which a path is cut off"),
+    alpha: float = typer.Option(None, help="mcts: weight of Q_mcts in the composite Q"),
+    theta: float = typer.Option(None, help="mcts: least composite-Q gap that makes a preference pair"),
+    beta: float = typer.Option(None, help="mcts: DPO inverse temperature"),
+    critic: str = typer.Option(None, help="mcts: self, openai or progress"),
     detach: bool = typer.Option(False, help="Submit and return without following progress"),
     no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
 ) -> None:
@@ -155,6 +164,15 @@ def train(
         "seed": seed,
         "name": name,
         "report_to": report_to or None,
+        "searches_per_iteration": searches_per_iteration,
+        "simulations": simulations,
+        "ucb_c": ucb_c,
+        "max_children": max_children,
+        "max_depth": max_depth,
+        "alpha": alpha,
+        "theta": theta,
+        "beta": beta,
+        "critic": critic,
     }
     try:
         spec = RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})

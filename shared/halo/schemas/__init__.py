@@ -38,6 +38,7 @@ from halo.schemas.rollout import (
     RolloutJob,
     RolloutResult,
     SamplingParams,
+    SearchOutcome,
     StructuredMode,
     Transition,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "RewardRequest",
     "RolloutJob",
     "RolloutResult",
+    "SearchOutcome",
     "RunEvent",
     "RunSpec",
     "RunState",

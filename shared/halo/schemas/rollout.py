@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -65,8 +65,11 @@ class RolloutJob(Message):
     seed: Annotated[int, Field(ge=0)]
     max_steps: Annotated[int, Field(ge=1, le=200)]
     branch: BranchPolicy = BranchPolicy.SAMPLED
-    purpose: Literal["train", "eval"] = "train"
+    # search: one MCTS search of the task (halo_trainer.mcts), with the run's search settings in
+    # ``mcts`` (the trainer's MCTSConfig as JSON; the worker validates it against that model)
+    purpose: Literal["train", "eval", "search"] = "train"
     sampling: SamplingParams
+    mcts: dict[str, Any] | None = None
 
 
 class PromptRecord(Message):
@@ -121,6 +124,13 @@ class EpisodeSummary(Message):
     screenshots: list[str] = Field(default_factory=list)  # sha256 per step, for filmstrips
 
 
+class SearchOutcome(Message):
+    """What a search job produced: its tree file (under the run folder) and the search's summary."""
+
+    tree_file: str
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
 class RolloutResult(Message):
     """Everything one rollout job produced, published as one entry of the run's results stream.
 
@@ -130,8 +140,9 @@ class RolloutResult(Message):
 
     job_id: Id
     run_id: Id
-    purpose: Literal["train", "eval"] = "train"
+    purpose: Literal["train", "eval", "search"] = "train"
     policy_version: Annotated[int, Field(ge=0)]
+    search: SearchOutcome | None = None  # a search job's tree and summary
     transitions: list[Transition] = Field(default_factory=list)
     episodes: list[EpisodeSummary] = Field(default_factory=list)
     infra_error: str | None = None  # the job failed for infrastructure reasons; nothing to learn from

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from halo.schemas.base import Message
 from halo.schemas.rollout import BranchPolicy, GroupMode
@@ -26,6 +26,21 @@ class LossType(StrEnum):
 TrackerName = Literal["none", "tensorboard", "wandb", "trackio", "mlflow"]
 
 
+# RunSpec fields that only the mcts algorithm reads (halo_trainer.mcts.settings.MCTSConfig's)
+MCTS_FIELDS = (
+    "simulations",
+    "ucb_c",
+    "max_children",
+    "max_depth",
+    "alpha",
+    "theta",
+    "beta",
+    "critic",
+    "reference",
+    "rpo_alpha",
+)
+
+
 class RunSpec(Message):
     """What a user asks for with ``POST /runs`` (unset fields come from configs/rl_config.yaml)."""
 
@@ -44,6 +59,18 @@ class RunSpec(Message):
     eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None
     seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
     report_to: Annotated[list[TrackerName], Field(max_length=5)] | None = None
+    # algorithm "mcts" only (unset: configs/rl_config.yaml's mcts section; docs/mcts.md has each one)
+    searches_per_iteration: Annotated[int, Field(ge=1, le=1024)] | None = None  # searches per DPO iteration
+    simulations: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    ucb_c: Annotated[float, Field(ge=0.0, le=100.0)] | None = None
+    max_children: Annotated[int, Field(ge=2, le=32)] | None = None
+    max_depth: Annotated[int, Field(ge=1, le=200)] | None = None
+    alpha: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    theta: Annotated[float, Field(ge=0.0)] | None = None
+    beta: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
+    critic: Literal["self", "openai", "progress"] | None = None
+    reference: Literal["base", "iteration"] | None = None
+    rpo_alpha: Annotated[float, Field(ge=0.0)] | None = None
     name: Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9_\-]*$")] = ""
 
     @field_validator("report_to")
@@ -52,6 +79,17 @@ class RunSpec(Message):
         if names and "none" in names and len(names) > 1:
             raise ValueError("report_to: 'none' cannot be combined with a tracker")
         return names
+
+    @model_validator(mode="after")
+    def _mcts_fields_need_mcts(self) -> RunSpec:
+        given = [k for k in (*MCTS_FIELDS, "searches_per_iteration") if getattr(self, k) is not None]
+        if given and self.algorithm is not Algorithm.MCTS:
+            raise ValueError(f"{', '.join(given)}: settings of algorithm 'mcts', not {self.algorithm.value!r}")
+        return self
+
+    def mcts_overrides(self) -> dict[str, Any]:
+        """The search and DPO settings this request sets (the MCTS fields that are not None)."""
+        return {k: getattr(self, k) for k in MCTS_FIELDS if getattr(self, k) is not None}
 
 
 class RunState(StrEnum):

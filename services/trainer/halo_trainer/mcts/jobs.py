@@ -1,0 +1,47 @@
+"""A search job as a worker plays it: one MCTS search, its tree file, a result saying where it is.
+
+Search jobs travel on the same job stream as GRPO's rollout jobs (``purpose="search"``), so they
+get the same claiming, heartbeats, duplicate handling and infrastructure handling: a search that a
+service broke comes back as a result with ``infra_error`` (never a tree to learn from), and the run
+loop replaces it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from halo.schemas import RolloutJob, RolloutResult, SearchOutcome
+from halo.transport import CallError
+from halo_trainer.mcts.search import check_critic, search
+from halo_trainer.mcts.settings import MCTSConfig
+from halo_trainer.rollout import RunStopped, Services, StopCheck
+
+logger = logging.getLogger("halo.trainer.mcts")
+
+
+async def run_search_job(
+    svc: Services, job: RolloutJob, runs_dir: Path, stopped: StopCheck | None = None
+) -> RolloutResult:
+    """Search ``job``'s task and seed with the run's settings; the tree goes to ``<runs_dir>/<run>/trees``."""
+    started = time.perf_counter()
+    result = RolloutResult(job_id=job.job_id, run_id=job.run_id, purpose="search", policy_version=job.policy.version)
+    try:
+        cfg = MCTSConfig.model_validate(job.mcts or {})
+        check_critic(cfg)
+    except (ValidationError, ValueError) as exc:
+        # A job no search can run: say so in the result (the loop fails the run on it), never crash the worker.
+        result.infra_error = f"search job {job.job_id} carries invalid search settings: {exc}"[:1000]
+        return result
+    try:
+        found = await search(svc, job, cfg, Path(runs_dir) / job.run_id, stopped)
+    except (CallError, RunStopped) as exc:
+        logger.warning("search %s failed on infrastructure: %s", job.job_id, exc)
+        result.infra_error = str(exc)[:1000]
+    else:
+        result.search = SearchOutcome(tree_file=str(found.path), metrics=found.metrics())
+    result.elapsed_s = time.perf_counter() - started
+    return result

@@ -1,0 +1,152 @@
+"""The online MCTS + step-level DPO loop of one run (Agent Q): searches in, DPO updates out, adapters into vLLM.
+
+    restore the latest checkpoint (adapter, optimizer, RNG, counters, un-acked results)
+    serve the current adapter; evaluate the starting policy
+    while searches remain and nobody asked to stop:
+        until `searches_per_iteration` search results are in:            (Redis results stream)
+            keep that many search jobs in flight for the workers          (Redis job stream)
+            each worker runs halo_trainer.mcts.search on its job's task and seed with the run's
+                settings, writes the tree to <run>/trees/<job>.json and publishes where it is
+            a search that failed on infrastructure is replaced, not counted (outages as GRPO's)
+            drop duplicate results
+        load the trees; preference pairs at every explored node (theta)  (mcts.tree)
+        reference log-probs of both actions of every pair: the adapter as the iteration began,
+            or the base model (adapter disabled)
+        DPO step(s) on the pairs                                          (halo_trainer.dpo)
+        if a step was taken: save adapter v(k+1), load it into vLLM as `<run>-v<k+1>`, make it
+            current for new searches
+        every `eval_every` iterations: greedy episodes on held-out seeds
+        every `checkpoint_every` iterations: checkpoint, then acknowledge the results it contains
+
+Everything that is not the algorithm is the GRPO loop's own code, called rather than copied
+(``RunLoop``): the job and results streams, job replacement and outage handling (``_collect``),
+exactly-once acknowledgement (a result is acknowledged, and its job marked done, only with the
+checkpoint that includes its update), adapter publishing and retirement, evaluation, checkpoints
+and resume after ``kill -9``. One search is one job and counts as one of the run's ``episodes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+
+from halo.schemas import RolloutJob, RolloutResult
+from halo_trainer.config import RunConfig
+from halo_trainer.loop import RunLoop
+from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
+from halo_trainer.mcts.settings import Reference
+from halo_trainer.mcts.tree import load_tree
+
+logger = logging.getLogger("halo.trainer.mcts")
+
+SUMMED = ("env_steps", "reentries", "reentry_mismatches", "infra_errors")  # per iteration; the rest are means
+
+
+class MctsLoop(RunLoop):
+    def __init__(self, cfg: RunConfig, **parts) -> None:
+        if cfg.mcts is None:
+            raise ValueError(f"run {cfg.run_id}: algorithm {cfg.algorithm.value!r} has no mcts settings")
+        super().__init__(cfg, **parts)
+        self.search = cfg.mcts
+
+    # -- the loop ---------------------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> str:
+        """Train until ``episodes`` searches are used ("finished") or ``stop`` is set ("stopped")."""
+        self.stop = stop
+        await self._restore()
+        await self._serve(self.c.version)
+        if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
+            await self._evaluate()
+        while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
+            results = await self._collect(self.cfg.jobs_per_update, stop)
+            if not results:
+                continue
+            metrics = await self._update(results)  # trees -> pairs -> DPO (_learn_from below)
+            if metrics.get("dpo/pairs", 0.0) > 0:
+                await self._publish_new_version()
+            if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
+                metrics |= await self._evaluate()
+            metrics["policy/version"] = float(self.c.version)
+            self.latest = metrics
+            self.metrics.write(self.c.updates, self.c.version, metrics)
+            if self.c.updates % self.cfg.checkpoint_every == 0:
+                await self._checkpoint()
+            await self._report()
+        if self.cfg.eval_every and not stop.is_set() and self.c.updates % self.cfg.eval_every:
+            self.latest |= await self._evaluate()
+            self.metrics.write(self.c.updates, self.c.version, self.latest)
+        await self._checkpoint()
+        await self._report()
+        return "stopped" if stop.is_set() else "finished"
+
+    # -- searches ---------------------------------------------------------------------------------
+    def _job(
+        self,
+        index: int,
+        *,
+        purpose: str = "train",
+        task: str | None = None,
+        seed: int | None = None,
+        attempt: int = 0,
+    ) -> RolloutJob:
+        """Training jobs are searches (same deterministic ids and seeds as GRPO's); evaluations are GRPO's."""
+        job = super()._job(index, purpose=purpose, task=task, seed=seed, attempt=attempt)
+        if purpose != "train":
+            return job
+        return job.model_copy(
+            update={
+                "purpose": "search",
+                "group_size": 1,
+                "max_steps": self.search.max_depth,
+                "mcts": self.search.model_dump(mode="json"),
+            }
+        )
+
+    def _episodes_per_job(self) -> int:
+        return 1
+
+    def _episodes_in(self, messages: list[RolloutResult]) -> int:
+        return len(messages)
+
+    # -- learning ---------------------------------------------------------------------------------
+    async def _learn_from(self, messages: list[RolloutResult]) -> dict[str, float]:
+        """The iteration's trees: search metrics, preference pairs, and a DPO step when there are pairs."""
+        for m in messages:
+            if m.search is None:
+                raise ValueError(f"result of job {m.job_id} carries no search: not a search job's result")
+        trees = await asyncio.to_thread(lambda: [load_tree(m.search.tree_file) for m in messages])
+        metrics = search_metrics(messages)
+        pairs = tree_pairs(trees, self.search.theta)
+        metrics["dpo/pairs"] = float(len(pairs))
+        if pairs:
+            metrics |= await asyncio.to_thread(self._dpo, pairs)
+        else:
+            logger.info("iteration %d: no preference pairs in %d trees; no DPO step", self.c.updates + 1, len(trees))
+        return metrics
+
+    def _dpo(self, pairs: list[TreePair]) -> dict[str, float]:
+        chosen, rejected = pair_batches(pairs, self.processor, self.store, self.learner.vocab_size)
+        # The reference is fixed for the whole iteration: computed before its first step.
+        current = self.search.reference is Reference.ITERATION
+        ref_chosen = self.learner.logprobs(chosen, adapter=current)
+        ref_rejected = self.learner.logprobs(rejected, adapter=current)
+        metrics: dict[str, float] = {}
+        for _ in range(self.cfg.epochs_per_batch):
+            metrics = self.learner.dpo_update(
+                chosen, rejected, ref_chosen, ref_rejected, beta=self.search.beta, rpo_alpha=self.search.rpo_alpha
+            )
+        return metrics
+
+
+def search_metrics(messages: list[RolloutResult]) -> dict[str, float]:
+    """``mcts/*`` over an iteration's searches: env steps, re-entries and failures summed; nodes,
+    depth, success found (a share), best-path length and critic agreement averaged."""
+    values: dict[str, list[float]] = defaultdict(list)
+    for m in messages:
+        if m.search is not None:
+            for key, value in m.search.metrics.items():
+                values[key].append(value)
+    out = {f"mcts/{k}": (sum(v) if k in SUMMED else sum(v) / len(v)) for k, v in values.items()}
+    out["mcts/searches"] = float(len(messages))
+    return out
