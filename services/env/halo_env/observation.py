@@ -52,13 +52,18 @@ class PageObserver:
         taken: a rewind is exact (tests/env/test_local_clones.py), and the screenshot is most of an
         observation's cost. When anything differs, the page is captured as usual."""
         lease = session.lease
-        raw = await self._evaluate(lease.page) if like is not None else None
-        if like is not None and raw is not None and _reads_like(raw, like):
-            sha = like.screenshot.sha256
-        else:
-            raw, png = await self._capture(session)
-            sha = self.store.put(png)
-        cookies = await lease.context.cookies()
+        cookies_read = asyncio.ensure_future(lease.context.cookies())  # overlaps the page's reading
+        try:
+            raw = await self._evaluate(lease.page) if like is not None else None
+            if like is not None and raw is not None and _reads_like(raw, like):
+                sha = like.screenshot.sha256
+            else:
+                raw, png = await self._capture(session)
+                sha = self.store.put(png)
+            cookies = await cookies_read
+        finally:
+            if not cookies_read.done():
+                cookies_read.cancel()
         blocked, navigation = lease.guard.drain()
         metrics.BLOCKED.inc(len(blocked))
         if navigation is not None and error is None:
@@ -92,6 +97,10 @@ class PageObserver:
     async def _capture(self, session: Session) -> tuple[dict[str, Any], bytes]:
         """Read the page (url, ids, AX tree, site state) and take its screenshot.
 
+        The script and the screenshot run at once: the script runs in the renderer, the capture
+        and PNG encoding mostly outside it, and the script changes no pixels (it sets ids as data
+        attributes, which no clone styles).
+
         Chromium can refuse a capture ("Unable to capture screenshot") in the moment a link with
         target=_blank opens its new tab, before Playwright's `popup` event has reached the session's
         popup handler (seen under load in the full test run). That is not a broken browser: fold
@@ -99,13 +108,17 @@ class PageObserver:
         """
         page = session.lease.page
         for attempt in range(3):
-            raw = await self._evaluate(page)
-            try:
-                png = await page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations)
+            raw, png = await asyncio.gather(
+                self._evaluate(page),
+                page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations),
+                return_exceptions=True,
+            )
+            if isinstance(raw, BaseException):
+                raise raw
+            if not isinstance(png, BaseException):
                 return raw, png
-            except PlaywrightError as exc:
-                if attempt == 2 or _CAPTURE_REFUSED not in str(exc):
-                    raise
+            if attempt == 2 or not isinstance(png, PlaywrightError) or _CAPTURE_REFUSED not in str(png):
+                raise png
             await asyncio.sleep(self.s.settle_ms / 1000)  # time for the popup event to arrive
             if session.popups:
                 await asyncio.gather(*session.popups, return_exceptions=True)
