@@ -22,23 +22,33 @@ from halo.settings.trainer import TrainerSettings
 from halo_model.inputs import prompt_inputs
 from halo_model.loading import load_processor
 from halo_trainer.config import load_defaults, resolve
+from halo_trainer.loop import LoopStatus
 from halo_trainer.mcts.jobs import run_search_job
 from halo_trainer.mcts.loop import MctsLoop
 from halo_trainer.mcts.tree import Tree
 from tests.conftest import noise_png
-from tests.trainer.loop_harness import RUN, new_learner, results_pending, run_with_worker, used_job_ids
+from tests.trainer.loop_harness import (
+    RUN,
+    new_learner,
+    published_job_ids,
+    results_pending,
+    run_with_worker,
+    used_job_ids,
+)
 from tests.trainer.stand_ins import click, job_for, services
 
 GOAL = "Click the OK button."
 
 
-def mcts_loop(redis: aioredis.Redis, run_dir: Path, policy_url: str, base_model, processor, **spec) -> MctsLoop:
+def mcts_loop(
+    redis: aioredis.Redis, run_dir: Path, policy_url: str, base_model, processor, checkpoint_every: int = 1, **spec
+) -> MctsLoop:
     settings = TrainerSettings(outage_wait_s=60, job_claim_idle_s=30)
     run_spec = RunSpec(domain="playground", algorithm="mcts", eval_every=0, eval_episodes=0, **spec)
     cfg = resolve(run_spec, RUN, ["local.playground-1"], load_defaults(settings.rl_config), "tiny")
     # Hand-made completions are not tool calls: no grammar to replay for them.
     sampling = cfg.sampling.model_copy(update={"structured_outputs": "off"})
-    cfg = cfg.model_copy(update={"sampling": sampling, "checkpoint_every": 1})
+    cfg = cfg.model_copy(update={"sampling": sampling, "checkpoint_every": checkpoint_every})
     return MctsLoop(
         cfg,
         redis=redis,
@@ -137,6 +147,50 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert await results_pending(redis) == 0
     assert loop.status().episodes_done == 4
     await redis.aclose()
+
+
+class Killed(Exception):
+    """The loop dies here, as under kill -9: nothing after this point runs."""
+
+
+async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search_once(
+    clean_redis, vllm_admin, base_model, processor, tmp_path
+):
+    redis = aioredis.from_url(clean_redis)
+    run_dir = tmp_path / "run"
+    png = noise_png(64, 64, seed=1)
+    spec = {"episodes": 8, "searches_per_iteration": 2, "checkpoint_every": 2}
+    first = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
+    shot = first.store.put(png)
+    sampling = first.cfg.sampling
+    prompt_ids = prompt_inputs(
+        processor, GOAL, [], [png], viewport=sampling.viewport, history_limit=sampling.history_limit
+    )["input_ids"][0].tolist()
+
+    async def report(status: LoopStatus) -> None:
+        if status.updates == 3:  # learned from j4 and j5, not checkpointed: their results are unacknowledged
+            raise Killed
+
+    first.status_cb = report
+    with pytest.raises(Killed):
+        await run_with_worker(first, lambda job: _search(first, job, shot, prompt_ids))
+    assert await results_pending(redis) == 2 and len(await used_job_ids(redis)) == 4
+
+    second = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
+    outcome, seen = await run_with_worker(second, lambda job: _search(second, job, shot, prompt_ids))
+    assert outcome == "finished"
+    status = second.status()
+    assert (status.updates, status.episodes_done, status.version) == (4, 8, 4)
+    assert [j.job_id.rsplit("-", 1)[-1] for j in seen] == ["j6", "j7"]  # j4, j5 replayed from the pending list
+    published = await published_job_ids(redis)
+    assert len(published) == len(set(published)) == 8
+    assert len(await used_job_ids(redis)) == 8 and await results_pending(redis) == 0
+    assert f"{RUN}-v4" in vllm_admin.adapters
+    await redis.aclose()
+
+
+async def _search(loop: MctsLoop, job: RolloutJob, shot: str, prompt_ids: list[int]) -> RolloutResult:
+    return hand_made_search(loop, job, shot, prompt_ids)
 
 
 async def test_an_iteration_without_pairs_takes_no_step_and_keeps_the_version(
