@@ -56,6 +56,20 @@ def test_fork_state_and_next_screenshot_equal_the_parent(http):
     assert http.post(f"/sessions/{sid}/validate").json()["finish_state"]["state"]["count"] == 2
 
 
+def test_a_fork_method_the_backend_lacks_is_refused_and_a_page_without_a_render_is_not_rewound(http):
+    sid = create(http)["observation"]["session_id"]
+    refused = http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": "replay"})
+    assert refused.status_code == 422 and "snapshot" in refused.json()["error"]
+    assert http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": "teleport"}).status_code == 422
+    # The fixture page mounts no render function: closing a session parks nothing, and a fork
+    # that prefers a rewind is restored from a snapshot instead, as the answer says.
+    first = http.post(f"/sessions/{sid}/fork", json={"n": 1}).json()
+    http.delete(f"/sessions/{first['sessions'][0]['observation']['session_id']}")
+    assert http.get("/stats").json()["contexts_parked"] == 0
+    fork = http.post(f"/sessions/{sid}/fork", json={"n": 1, "method": "rewind"}).json()
+    assert fork["method"] == "snapshot" and fork["sessions"][0]["info"]["method"] == "snapshot"
+
+
 def test_snapshot_restore_round_trip(http):
     sid = _prepare(http)
     before = step(http, sid, action="wait", time=0)["observation"]

@@ -179,3 +179,14 @@ def test_snapshot_round_trip_and_validation():
     ):
         with pytest.raises(ValidationError):
             browser_state.from_snapshot(_snapshot(**bad))
+
+
+def test_a_state_is_rewound_only_into_its_own_clone_app_document():
+    """A parked page can take a state only when it shows the same app document (the hash may
+    differ: the app routes on it) and the state was captured on a page that mounts a render."""
+    app = "http://127.0.0.1:8300/gomail/"
+    state = {"url": f"{app}#/email/e01", "page": {"app": app}}
+    assert browser_state.rewind_url(state) == app
+    assert browser_state.rewind_url({"url": f"{app}finish", "page": {"app": app}}) is None
+    assert browser_state.rewind_url({"url": app, "page": {"app": None}}) is None  # no render: not a clone
+    assert browser_state.rewind_url({"url": app, "page": None}) is None

@@ -4,7 +4,8 @@ State = cookies + localStorage and sessionStorage of the page's origin + URL, pl
 holds that storage does not (scroll positions, edited form fields, focus and text selection) and
 where the mouse is. Rebuilding it: cookies into the context, storage seeded on a blank document
 served at the site's own origin (so the app's scripts never run before their storage is in place),
-then the real URL is loaded and the DOM details re-applied.
+then the real URL is loaded and the DOM details re-applied. Or, faster, ``rewind``: the same state
+written into a page that shows the clone's app already, which re-renders itself (no load).
 """
 
 from __future__ import annotations
