@@ -80,6 +80,9 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
         run_dir=str(folder),
     )
     (folder / "status.json").write_text(status.model_dump_json())
+    # The evaluation before the first update is written to eval.jsonl only.
+    first_eval = {"update": 0, "time": 0.5, "eval/success_rate": 0.125, "eval/ci_low": 0.0, "eval/ci_high": 0.5}
+    (folder / "eval.jsonl").write_text(json.dumps(first_eval) + "\n")
     log = MetricsLog(folder / "metrics.jsonl")
     for update, metrics in enumerate(METRICS, start=1):
         log.write(update, update, metrics, run_id=RUN)
@@ -148,6 +151,8 @@ async def test_the_curves_draw_the_points_of_metrics_jsonl(page, viewer_url: str
             "n => { const c = window.haloViewer.charts[n]; return [c.chart.data[0], c.chart.data[c.series]]; }", name
         )
         points = [(line["update"], line[name]) for line in lines if name in line and not math.isnan(line[name])]
+        if name.startswith("eval/"):
+            points.insert(0, (0, 0.125))  # from eval.jsonl
         assert [(x, y) for x, y in zip(*drawn, strict=True) if y is not None] == points
     assert await page.locator(".chart canvas").count() >= 3
     await page.screenshot(path=str(SHOTS / "viewer-curves.png"))

@@ -142,7 +142,11 @@ async function runPage(runId) {
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}`),
     ]);
     state.textContent = now.state;
-    drawCharts(charts, m.metrics, xAxis);
+    // The evaluation before the first update (update 0) is in eval.jsonl only: its point starts the held-out curve.
+    const updates = new Set(m.metrics.map((l) => l.update));
+    const lines = m.eval.filter((e) => !updates.has(e.update)).concat(m.metrics);
+    lines.sort((a, b) => a.update - b.update);
+    drawCharts(charts, lines, xAxis);
     const head = ["episode", "purpose", "task", "update", "version", "steps", "return", "success"];
     episodesTable.replaceChildren(el("tr", {}, ...head.map((h) => el("th", {}, h))), ...episodeRows(runId, episodes.slice(-200).reverse()));
     return m;
