@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from halo_model.loading import load_processor
 from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.learner import Learner
 from tests.trainer.test_learner import config, group_batch, mixed_batch, tiny_model
@@ -25,27 +26,42 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_CONFIG = {"run_id": "run-test", "learner": {"lora_r": 4}}
 
 
-def trained_learner(updates: int = 1, **overrides) -> Learner:
-    learner = Learner(tiny_model(), config(warmup_steps=3, **overrides))
-    for _ in range(updates):
-        learner.update(group_batch([1.0, -1.0]))
-    return learner
+@pytest.fixture(scope="module")
+def processor(tiny_model_dir):
+    return load_processor(tiny_model_dir)
+
+
+@pytest.fixture
+def new_learner(base_model):
+    """A learner on a fresh copy of the tiny model (same LoRA initialisation every time)."""
+    return lambda **overrides: Learner(tiny_model(base_model), config(warmup_steps=3, **overrides))
+
+
+@pytest.fixture
+def trained_learner(new_learner, processor):
+    def train(updates: int = 1, **overrides) -> Learner:
+        learner = new_learner(**overrides)
+        for _ in range(updates):
+            learner.update(group_batch(processor, [1.0, -1.0]))
+        return learner
+
+    return train
 
 
 def draws() -> tuple[float, float, torch.Tensor]:
     return random.random(), float(np.random.rand()), torch.rand(3)
 
 
-def test_round_trip_reproduces_the_next_update_exactly(tmp_path: Path) -> None:
+def test_round_trip_reproduces_the_next_update_exactly(tmp_path: Path, new_learner, trained_learner, processor) -> None:
     manager = CheckpointManager(tmp_path, keep=2)
     original = trained_learner(updates=2)
     saved = manager.save(original, config=RUN_CONFIG, extra={"trajectories": {"offset": "17-0"}, "episodes": 12})
     expected_draws = draws()
-    next_batch = mixed_batch([0.5, -1.0, 0.5])
+    next_batch = mixed_batch(processor, [0.5, -1.0, 0.5])
     expected_metrics = original.update(next_batch)
     expected_params = original.trainable_state()
 
-    restored = Learner(tiny_model(), config(warmup_steps=3))
+    restored = new_learner()
     checkpoint = manager.resume(restored)
     assert checkpoint is not None and checkpoint.path == saved.path
     assert checkpoint.step == 2 and restored.step == 2
@@ -58,20 +74,20 @@ def test_round_trip_reproduces_the_next_update_exactly(tmp_path: Path) -> None:
     assert all(torch.equal(params[k], expected_params[k]) for k in expected_params)
 
     # The test can tell: without the optimizer and scheduler state the same update differs.
-    adapter_only = Learner(tiny_model(), config(warmup_steps=3))
+    adapter_only = new_learner()
     adapter_only.load_adapter(saved.adapter_dir)
     adapter_only.update(next_batch)
     other = adapter_only.trainable_state()
     assert not all(torch.equal(other[k], expected_params[k]) for k in expected_params)
 
 
-def test_layout_latest_pointer_and_keep_k(tmp_path: Path) -> None:
+def test_layout_latest_pointer_and_keep_k(tmp_path: Path, trained_learner, processor) -> None:
     manager = CheckpointManager(tmp_path, keep=2)
     assert manager.load_latest() is None
     learner = trained_learner()
     for _ in range(3):
         manager.save(learner, config=RUN_CONFIG)
-        learner.update(group_batch([1.0, -1.0]))
+        learner.update(group_batch(processor, [1.0, -1.0]))
     assert (tmp_path / "latest").read_text().strip() == "ckpt-3"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt-2", "ckpt-3", "latest"]
     files = {str(p.relative_to(tmp_path / "ckpt-3")) for p in (tmp_path / "ckpt-3").rglob("*") if p.is_file()}
@@ -87,11 +103,11 @@ def test_layout_latest_pointer_and_keep_k(tmp_path: Path) -> None:
     assert [c.step for c in manager.complete()] == [2, 3]
 
 
-def test_incomplete_and_corrupt_directories_are_ignored(tmp_path: Path) -> None:
+def test_incomplete_and_corrupt_directories_are_ignored(tmp_path: Path, trained_learner, processor) -> None:
     manager = CheckpointManager(tmp_path, keep=5)
     learner = trained_learner()
     manager.save(learner, config=RUN_CONFIG)
-    learner.update(group_batch([1.0, -1.0]))
+    learner.update(group_batch(processor, [1.0, -1.0]))
     manager.save(learner, config=RUN_CONFIG)
     # a newer directory without a manifest, and a temp directory of a crashed writer
     (tmp_path / "ckpt-9").mkdir()
@@ -106,14 +122,14 @@ def test_incomplete_and_corrupt_directories_are_ignored(tmp_path: Path) -> None:
     assert manager.load_latest().step == 1
 
 
-def test_unserialisable_extra_state_fails_before_writing(tmp_path: Path) -> None:
+def test_unserialisable_extra_state_fails_before_writing(tmp_path: Path, trained_learner) -> None:
     manager = CheckpointManager(tmp_path)
     with pytest.raises(TypeError):
         manager.save(trained_learner(), config=RUN_CONFIG, extra={"bad": object()})
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
-def test_resaving_a_step_replaces_an_uncommitted_leftover(tmp_path: Path) -> None:
+def test_resaving_a_step_replaces_an_uncommitted_leftover(tmp_path: Path, trained_learner) -> None:
     manager = CheckpointManager(tmp_path)
     learner = trained_learner()
     manager.save(learner, config=RUN_CONFIG, extra={"n": 1})
@@ -129,10 +145,12 @@ CHILD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     import halo_trainer.checkpoint as ckpt
+    from halo_model.loading import load_model, load_processor
     from tests.trainer.test_learner import config, group_batch, tiny_model
     from halo_trainer.learner import Learner
 
-    root, phase = Path(sys.argv[1]), sys.argv[2]
+    root, phase, model_dir = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    processor = load_processor(model_dir)
     armed = [False]  # set once the first checkpoint is committed
 
     def stall():
@@ -165,9 +183,9 @@ CHILD = textwrap.dedent(
         ckpt._write_bytes = write_then_stall
 
     manager = ckpt.CheckpointManager(root, keep=3)
-    learner = Learner(tiny_model(), config())
+    learner = Learner(tiny_model(load_model(model_dir)), config())
     while True:
-        learner.update(group_batch([1.0, -1.0]))
+        learner.update(group_batch(processor, [1.0, -1.0]))
         manager.save(learner, config={"phase": phase}, extra={"step": learner.step})
         print(f"COMMITTED {learner.step}", flush=True)
         armed[0] = phase != "loop"
@@ -175,12 +193,12 @@ CHILD = textwrap.dedent(
 )
 
 
-def start_child(root: Path, phase: str) -> subprocess.Popen:
+def start_child(root: Path, phase: str, model_dir: Path) -> subprocess.Popen:
     script = root.parent / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     return subprocess.Popen(
-        [sys.executable, str(script), str(root), phase],
+        [sys.executable, str(script), str(root), phase, str(model_dir)],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -215,9 +233,11 @@ def kill9(child: subprocess.Popen) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", ["torn-file", "before-rename", "before-pointer"])
-def test_sigkill_mid_write_leaves_latest_at_the_previous_checkpoint(tmp_path: Path, phase: str) -> None:
+def test_sigkill_mid_write_leaves_latest_at_the_previous_checkpoint(
+    tmp_path: Path, phase: str, tiny_model_dir, base_model, processor
+) -> None:
     root = tmp_path / "ckpts"
-    child = start_child(root, phase)
+    child = start_child(root, phase, tiny_model_dir)
     lines = wait_for(child, lambda line: line == "STALLED")
     assert "COMMITTED 1" in lines
     kill9(child)
@@ -234,13 +254,13 @@ def test_sigkill_mid_write_leaves_latest_at_the_previous_checkpoint(tmp_path: Pa
         assert "ckpt-2" in leftovers  # renamed but never committed: 'latest' still wins
 
     # the run resumes from step 1 and its next save cleans up and commits step 2
-    learner = Learner(tiny_model(), config())
+    learner = Learner(tiny_model(base_model), config())
     manager.restore(learner, checkpoint)
-    reference = Learner(tiny_model(), config())
-    reference.update(group_batch([1.0, -1.0]))
+    reference = Learner(tiny_model(base_model), config())
+    reference.update(group_batch(processor, [1.0, -1.0]))
     state, expected = learner.trainable_state(), reference.trainable_state()
     assert all(torch.equal(state[k], expected[k]) for k in expected)
-    learner.update(group_batch([1.0, -1.0]))
+    learner.update(group_batch(processor, [1.0, -1.0]))
     manager.save(learner, config={"phase": "resumed"}, extra={"step": 2})
     assert sorted(p.name for p in root.iterdir()) == ["ckpt-1", "ckpt-2", "latest"]
     assert manager.load_latest().config == {"phase": "resumed"}
@@ -248,9 +268,11 @@ def test_sigkill_mid_write_leaves_latest_at_the_previous_checkpoint(tmp_path: Pa
 
 @pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.0, 0.013, 0.047])
-def test_sigkill_at_an_arbitrary_moment_of_a_save_loop(tmp_path: Path, delay: float) -> None:
+def test_sigkill_at_an_arbitrary_moment_of_a_save_loop(
+    tmp_path: Path, delay: float, tiny_model_dir, base_model
+) -> None:
     root = tmp_path / "ckpts"
-    child = start_child(root, "loop")
+    child = start_child(root, "loop", tiny_model_dir)
     lines = wait_for(child, lambda line: line == "COMMITTED 3")
     time.sleep(delay)
     kill9(child)
@@ -264,4 +286,4 @@ def test_sigkill_at_an_arbitrary_moment_of_a_save_loop(tmp_path: Path, delay: fl
     assert checkpoint.step in (last_reported, last_reported + 1)
     assert checkpoint.extra == {"step": checkpoint.step}
     assert json.loads((checkpoint.path / "config.json").read_text()) == {"phase": "loop"}
-    manager.restore(Learner(tiny_model(), config()), checkpoint)
+    manager.restore(Learner(tiny_model(base_model), config()), checkpoint)
