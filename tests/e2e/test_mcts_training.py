@@ -1,0 +1,56 @@
+"""A short MCTS + DPO run through Redis, Chromium, vLLM on the CPU, the reward service and the trainer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from halo_trainer.mcts.tree import load_tree
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
+
+
+def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(stack):
+    """`halo train --algorithm mcts`: two iterations of one search each on the fixed-target task,
+    each tree's pairs a DPO step, each step a new adapter version that vLLM then serves."""
+    out = stack.halo(
+        "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
+        "--episodes", "2", "--searches-per-iteration", "1", "--simulations", "4", "--max-children", "3",
+        "--max-depth", "2", "--theta", "0.01", "--ucb-c", "1.414", "--eval-every", "0", "--name", "mcts",
+        "--detach", "--no-stack",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_id = out.stdout.split("run ", 1)[1].split()[0]
+    status = stack.wait_run(run_id, {"finished"})
+    run_dir = Path(status["run_dir"])
+    config = json.loads((run_dir / "config.json").read_text())["run"]
+    assert (
+        config["algorithm"] == "mcts" and config["mcts"]["simulations"] == 4 and config["mcts"]["critic"] == "progress"
+    )
+    assert status["episodes_done"] == 2 and status["updates"] == 2
+
+    trees = sorted((run_dir / "trees").glob("*.json"))
+    assert [t.stem for t in trees] == [f"{run_id}-j0", f"{run_id}-j1"]
+    for path in trees:
+        tree = load_tree(path)
+        assert tree.record.simulations == 4 and tree.record.env_steps > 0 and len(tree.record.nodes) > 1
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["update"] for m in lines] == [1, 2]
+    for key in ("mcts/env_steps", "mcts/nodes", "mcts/depth", "mcts/success_found", "mcts/best_path_length"):
+        assert key in lines[-1], key
+    pairs = [m["dpo/pairs"] for m in lines]
+    steps = sum(1 for p in pairs if p > 0)
+    for m in lines:
+        if m["dpo/pairs"] > 0:
+            for key in ("dpo/loss", "dpo/reward_accuracy", "dpo/reward_margin", "dpo/kl"):
+                assert key in m, key
+    # A version per iteration that had pairs; the newest is what vLLM serves.
+    assert steps >= 1, f"no preference pair in either search: {pairs}"
+    assert status["policy_version"] == steps
+    served = {m["id"] for m in httpx.get(f"{stack.url['policy']}/v1/models").json()["data"]}
+    assert f"{run_id}-v{steps}" in served
+    assert (run_dir / "adapters" / f"v{steps}" / "adapter_model.safetensors").exists()
+    assert (run_dir / "checkpoints" / "latest").exists()
