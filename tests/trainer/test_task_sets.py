@@ -19,7 +19,9 @@ from tests.conftest import free_port
 from tests.env.fixtures import EnvServer, settings_for
 from tests.http_stub import OkHandler, ServedInThread
 
-LOCAL_OMNIZON = 12  # local.omnizon-* tasks of the offline clones
+# Tasks on the offline clone's origin: its own local.omnizon-* tasks and REAL's v2 tasks it supports
+# offline (real-offline.omnizon-*, docs/sites.md).
+LOCAL_OMNIZON = 12 + 9
 REAL_IDS = sorted(t.id for t in load_real_tasks("omnizon"))  # agisdk's registry: 10 v2.omnizon-* tasks
 REAL_OMNIZON = len(REAL_IDS)
 
@@ -68,8 +70,8 @@ def env(site: CountingSite, closed_url: str, tmp_path_factory: pytest.TempPathFa
 async def test_reachability_probes_each_origin_once(env: EnvServer, site: CountingSite, closed_url: str) -> None:
     before = site.hits
     rows = httpx.get(f"{env.url}/tasks/reachability", params={"domain": "omnizon"}, timeout=60).json()
-    assert site.hits - before == 1  # one probe for the 12 local tasks on that origin
-    local = [r for r in rows if r["task_id"].startswith("local.")]
+    assert site.hits - before == 1  # one probe for all the clone's tasks on that origin
+    local = [r for r in rows if r["task_id"].startswith(("local.", "real-offline."))]
     real = [r for r in rows if r["task_id"].startswith("v2.")]
     assert len(local) == LOCAL_OMNIZON and len(real) == REAL_OMNIZON == 10
     assert all(r["reachable"] and r["backend"] == "local" and r["origin"] == site.url for r in local)
@@ -89,7 +91,8 @@ def test_reachability_rejects_bad_queries_with_4xx(env: EnvServer, params: dict,
 async def test_default_task_set_leaves_out_unreachable_tasks_with_a_note(env: EnvServer, closed_url: str) -> None:
     async with EnvClient(env.url) as client:
         chosen = await choose_tasks(client, RunSpec(domain="omnizon"))
-    assert len(chosen.tasks) == LOCAL_OMNIZON and all(t.startswith("local.omnizon-") for t in chosen.tasks)
+    assert len(chosen.tasks) == LOCAL_OMNIZON
+    assert all(t.startswith(("local.omnizon-", "real-offline.omnizon-")) for t in chosen.tasks)
     assert sorted(r.task_id for r in chosen.left_out) == REAL_IDS
     assert chosen.note is not None
     assert chosen.note.startswith(f"left out {REAL_OMNIZON} of {LOCAL_OMNIZON + REAL_OMNIZON} omnizon tasks")
