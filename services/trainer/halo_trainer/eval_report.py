@@ -60,8 +60,12 @@ def chart(results: dict, out: Path) -> Path:
             [(r["ci_high"] if r and r["n"] else 0.0) - y for y, r in zip(ys, rows, strict=True)],
         ]
         ax.bar(xs, ys, width, yerr=err, capsize=3, label=name)
+        for x, r in zip(xs, rows, strict=True):  # k/n above each whisker: a 0% bar has no height to see
+            top = r["ci_high"] if r and r["n"] else 0.0
+            label = f"{r['successes']}/{r['n']}" if r else "-"
+            ax.annotate(label, (x, top), xytext=(0, 2), textcoords="offset points", ha="center", fontsize=7)
     ax.set_xticks(range(len(groups)), groups)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.1)
     ax.set_ylabel("success rate (95% Wilson interval)")
     ax.set_title(f"evaluation {results['eval_id']}: {results['plan']['episodes_per_mode']} episodes per mode")
     ax.legend(fontsize=8)
