@@ -219,11 +219,17 @@ def _follow(client: httpx.Client, run: RunStatus) -> RunStatus:
             while True:
                 run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
                 m = run.latest_metrics
-                info = (
-                    f"v{run.policy_version} upd {run.updates} "
-                    f"reward {m.get('rollout/mean_reward', float('nan')):.3f} "
-                    f"success {m.get('rollout/success_rate', float('nan')):.2f}"
-                )
+                if run.spec.algorithm.value == "mcts":
+                    scores = (
+                        f"pairs {m.get('dpo/pairs', float('nan')):.0f} "
+                        f"success found {m.get('mcts/success_found', float('nan')):.2f}"
+                    )
+                else:
+                    scores = (
+                        f"reward {m.get('rollout/mean_reward', float('nan')):.3f} "
+                        f"success {m.get('rollout/success_rate', float('nan')):.2f}"
+                    )
+                info = f"v{run.policy_version} upd {run.updates} {scores}"
                 progress.update(bar, completed=run.episodes_done, total=run.episodes_total or None, info=info)
                 if run.state in TERMINAL:
                     break
