@@ -31,7 +31,7 @@ from halo_trainer.config import load_defaults, profile_for, sampling_for
 from halo_trainer.mcts.search import search
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.metrics import wilson_interval
-from halo_trainer.rollout import Services, _episode
+from halo_trainer.rollout import Services, play_episode
 from halo_trainer.worker import policy_client
 
 
@@ -40,7 +40,7 @@ async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episod
     used = episodes = 0
     success = False
     while used < budget and episodes < max_episodes and not success:
-        transitions, summary = await _episode(svc, job, episodes)
+        transitions, summary = await play_episode(svc, job, episodes)
         steps = sum(t.action is not None for t in transitions)
         episodes += 1
         if used + steps > budget:

@@ -96,7 +96,7 @@ def _domain(task_id: str) -> str:
     return task_id.split(".", 1)[-1].rsplit("-", 1)[0]
 
 
-async def _execute(
+async def execute_candidate(
     svc: Services,
     job: RolloutJob,
     episode_id: str,
@@ -187,7 +187,8 @@ def _transition(
     )
 
 
-def _ended(branch: Branch) -> bool:
+def episode_ended(branch: Branch) -> bool:
+    """Whether the env ended the episode on this branch's step (terminated or truncated)."""
     res = branch.step
     return bool(res and (res.terminated or res.truncated))
 
@@ -201,9 +202,10 @@ def _choose(branches: Sequence[Branch], policy: BranchPolicy, rng: random.Random
     return usable[0]  # SAMPLED: candidate 0 is an ordinary on-policy sample
 
 
-async def _sample(
+async def sample_candidates(
     svc: Services, job: RolloutJob, obs: Observation, history: list[str], n: int, step: int, episode: int = 0
 ):
+    """Ask the policy for n candidates at obs; return them, the prompt record and the policy version."""
     png = await svc.env.screenshot(obs.screenshot.sha256)
     version = await svc.current_policy(job.run_id) if job.purpose != "eval" else job.policy
     seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
@@ -250,7 +252,7 @@ class Trace:
         if branch.step is None:
             return None
         self.shots.append(branch.step.observation.screenshot.sha256)
-        if _ended(branch):
+        if episode_ended(branch):
             self.success = branch.step.info.get("task_success")
         return branch.step.observation
 
@@ -285,7 +287,7 @@ async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | N
     try:
         for step in range(job.max_steps):
             await _check_stop(stopped, job, step)
-            candidates, prompt, version = await _sample(svc, job, obs, history, job.group_size, step)
+            candidates, prompt, version = await sample_candidates(svc, job, obs, history, job.group_size, step)
             # Candidate 0 runs in the session itself, the others in N-1 exact copies of it: a fork
             # costs a page load in a fresh context, the most expensive part of a step group.
             forks = [session]
@@ -296,7 +298,7 @@ async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | N
             group_id = f"{job.group_id}-s{step}"
             branches = await asyncio.gather(
                 *(
-                    _execute(svc, job, trace.episode_id, step, obs, sid, cand, tid, group_id, parent)
+                    execute_candidate(svc, job, trace.episode_id, step, obs, sid, cand, tid, group_id, parent)
                     for sid, cand, tid in zip(forks, candidates, ids, strict=True)
                 )
             )
@@ -309,7 +311,7 @@ async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | N
             await asyncio.gather(*(svc.env.close(b.session_id) for i, b in enumerate(branches) if i != chosen))
             session = keep.session_id
             obs = trace.record(keep, history) or obs
-            if keep.infra_error or _ended(keep):
+            if keep.infra_error or episode_ended(keep):
                 break
     finally:
         await svc.env.close(session)
@@ -323,7 +325,7 @@ async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | N
     )
 
 
-async def _episode(
+async def play_episode(
     svc: Services, job: RolloutJob, index: int, stopped: StopCheck | None = None
 ) -> tuple[list[Transition], EpisodeSummary]:
     """One plain episode: one sample per step (greedy when temperature is 0)."""
@@ -335,13 +337,15 @@ async def _episode(
     try:
         for step in range(job.max_steps):
             await _check_stop(stopped, job, step)
-            [cand], prompt, version = await _sample(svc, job, obs, history, 1, step, episode=index)
+            [cand], prompt, version = await sample_candidates(svc, job, obs, history, 1, step, episode=index)
             tid = f"{job.job_id}-e{index}-s{step}"
             parent = transitions[-1].transition_id if transitions else None
-            branch = await _execute(svc, job, trace.episode_id, step, obs, session, cand, tid, job.group_id, parent)
+            branch = await execute_candidate(
+                svc, job, trace.episode_id, step, obs, session, cand, tid, job.group_id, parent
+            )
             transitions.append(_transition(job, trace.episode_id, job.group_id, step, prompt, version, branch, tid))
             obs = trace.record(branch, history) or obs
-            if branch.infra_error or _ended(branch):
+            if branch.infra_error or episode_ended(branch):
                 break
     finally:
         await svc.env.close(session)
@@ -352,7 +356,7 @@ async def _episode(
 
 async def run_episode_group(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
     """N full episodes of the same task and seed; advantages come from their returns."""
-    played = await asyncio.gather(*(_episode(svc, job, i, stopped) for i in range(job.group_size)))
+    played = await asyncio.gather(*(play_episode(svc, job, i, stopped) for i in range(job.group_size)))
     return RolloutResult(
         job_id=job.job_id,
         run_id=job.run_id,

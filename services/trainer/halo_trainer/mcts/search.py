@@ -46,7 +46,15 @@ from halo.policy_client import Candidate
 from halo.schemas import Observation, RolloutJob, Snapshot
 from halo_trainer.mcts.settings import Critic, MCTSConfig
 from halo_trainer.mcts.tree import Tree
-from halo_trainer.rollout import Branch, RunStopped, Services, StopCheck, _ended, _execute, _sample
+from halo_trainer.rollout import (
+    Branch,
+    RunStopped,
+    Services,
+    StopCheck,
+    episode_ended,
+    execute_candidate,
+    sample_candidates,
+)
 
 logger = logging.getLogger("halo.trainer.mcts")
 
@@ -179,7 +187,7 @@ class _Search:
         terminal child or one that did not parse, which has no session of its own)."""
         tree, node = self.tree, self.tree.node(leaf)
         obs = await self.reenter(leaf)
-        candidates, prompt, version = await _sample(
+        candidates, prompt, version = await sample_candidates(
             self.svc, self.job, obs, list(node.history), self.cfg.max_children, node.depth, episode=sim
         )
         node.prompt_token_ids = list(prompt.prompt_token_ids)
@@ -197,7 +205,7 @@ class _Search:
         group = f"{self.search_id}-n{leaf}"
         branches: list[Branch] = await asyncio.gather(
             *(
-                _execute(
+                execute_candidate(
                     self.svc,
                     self.job,
                     self.search_id,
@@ -224,7 +232,7 @@ class _Search:
                 continue
             child = await self._record(leaf, cand, proposals, branch, version)
             self.edge[child] = tid
-            live = cand.action is not None and not _ended(branch)
+            live = cand.action is not None and not episode_ended(branch)
             out[child] = (branch.session_id, branch.step.observation) if live and branch.step is not None else None
             if cand.action is not None and not live:
                 await self.close(branch.session_id)
@@ -237,7 +245,7 @@ class _Search:
             state_ref, url, shot = node.state_ref, node.url, node.screenshot_sha256
             terminal, success = False, None
         else:
-            terminal = _ended(branch)
+            terminal = episode_ended(branch)
             success = step.info.get("task_success") if terminal else None
             # A finished episode is never expanded again: its state is not kept.
             state_ref = None if terminal else self.states.put(await self.svc.env.snapshot(branch.session_id))
@@ -279,9 +287,11 @@ class _Search:
         history, depth, ret, parent = list(node.history), node.depth, 0.0, self.edge[child]
         try:
             while depth < self.cfg.max_depth:
-                [cand], _, _ = await _sample(self.svc, self.job, obs, history, 1, depth, episode=sim)
+                [cand], _, _ = await sample_candidates(self.svc, self.job, obs, history, 1, depth, episode=sim)
                 tid = f"{self.search_id}-x{sim}-r{depth}"
-                branch = await _execute(self.svc, self.job, self.search_id, depth, obs, session, cand, tid, tid, parent)
+                branch = await execute_candidate(
+                    self.svc, self.job, self.search_id, depth, obs, session, cand, tid, tid, parent
+                )
                 tree.record.env_steps += cand.action is not None
                 if branch.infra_error:
                     self.infra_errors += 1
@@ -291,7 +301,7 @@ class _Search:
                 if cand.action is not None:
                     history.append(cand.action.short())
                 if branch.step is not None:
-                    if _ended(branch):
+                    if episode_ended(branch):
                         return self._value(branch.step.info.get("task_success"), ret)
                     obs = branch.step.observation
             # cut off at the depth limit (answers that did not parse took no env step): ask the task now
