@@ -193,3 +193,11 @@ def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None
         task_id=task.id, success=success, reward=float(reward), details=details, finish_state=finish_state
     )
 
+
+if __name__ == "__main__":  # `halo tasks list` runs this (the CLI imports no service package)
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m halo_sites.tasks", description="The local tasks as JSON.")
+    parser.add_argument("--site", default=None, help="only this site's tasks")
+    sys.stdout.write(json.dumps([t.model_dump(mode="json") for t in load_tasks(parser.parse_args().site)]) + "\n")
