@@ -144,11 +144,7 @@ class RunLoop:
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
         """Train until the episode budget is spent ("finished") or ``stop`` is set ("stopped")."""
-        self.stop = stop
-        await self._restore()
-        await self._serve(self.c.version)
-        if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
-            await self._evaluate()
+        await self._start(stop)
         while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
             results = await self._collect(self.cfg.jobs_per_update, stop)
             if not results:
@@ -156,14 +152,31 @@ class RunLoop:
             metrics = await self._update(results)
             if self.c.updates % self.cfg.sync_every == 0:
                 await self._publish_new_version()
-            if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
-                metrics |= await self._evaluate()
-            metrics["policy/version"] = float(self.c.version)
-            self.latest = metrics
-            self.metrics.write(self.c.updates, self.c.version, metrics)
-            if self.c.updates % self.cfg.checkpoint_every == 0:
-                await self._checkpoint()
-            await self._report()
+            await self._close_update(metrics)
+        return await self._finish(stop)
+
+    # The steps around an update that every algorithm's loop shares (MctsLoop.run calls them too).
+    async def _start(self, stop: asyncio.Event) -> None:
+        """Resume from the last checkpoint, serve its version, and take the baseline evaluation."""
+        self.stop = stop
+        await self._restore()
+        await self._serve(self.c.version)
+        if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
+            await self._evaluate()
+
+    async def _close_update(self, metrics: dict[str, float]) -> None:
+        """Evaluate when due, record the update's metrics, checkpoint when due, report progress."""
+        if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
+            metrics |= await self._evaluate()
+        metrics["policy/version"] = float(self.c.version)
+        self.latest = metrics
+        self.metrics.write(self.c.updates, self.c.version, metrics)
+        if self.c.updates % self.cfg.checkpoint_every == 0:
+            await self._checkpoint()
+        await self._report()
+
+    async def _finish(self, stop: asyncio.Event) -> str:
+        """Evaluate the final policy (unless the last update just did), checkpoint, report; the run's end state."""
         if self.cfg.eval_every and not stop.is_set() and self.c.updates % self.cfg.eval_every:
             self.latest |= await self._evaluate()
             self.metrics.write(self.c.updates, self.c.version, self.latest)

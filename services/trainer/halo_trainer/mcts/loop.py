@@ -53,11 +53,7 @@ class MctsLoop(RunLoop):
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
         """Train until ``episodes`` searches are used ("finished") or ``stop`` is set ("stopped")."""
-        self.stop = stop
-        await self._restore()
-        await self._serve(self.c.version)
-        if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
-            await self._evaluate()
+        await self._start(stop)
         while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
             results = await self._collect(self.cfg.jobs_per_update, stop)
             if not results:
@@ -65,20 +61,8 @@ class MctsLoop(RunLoop):
             metrics = await self._update(results)  # trees -> pairs -> DPO (_learn_from below)
             if metrics.get("dpo/pairs", 0.0) > 0:
                 await self._publish_new_version()
-            if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
-                metrics |= await self._evaluate()
-            metrics["policy/version"] = float(self.c.version)
-            self.latest = metrics
-            self.metrics.write(self.c.updates, self.c.version, metrics)
-            if self.c.updates % self.cfg.checkpoint_every == 0:
-                await self._checkpoint()
-            await self._report()
-        if self.cfg.eval_every and not stop.is_set() and self.c.updates % self.cfg.eval_every:
-            self.latest |= await self._evaluate()
-            self.metrics.write(self.c.updates, self.c.version, self.latest)
-        await self._checkpoint()
-        await self._report()
-        return "stopped" if stop.is_set() else "finished"
+            await self._close_update(metrics)
+        return await self._finish(stop)
 
     # -- searches ---------------------------------------------------------------------------------
     def _job(
