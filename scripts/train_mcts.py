@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-import httpx
+from halo_train_handoff import exec_halo_train
 
 
 def main() -> int:
@@ -34,28 +34,13 @@ def main() -> int:
     p.add_argument("--critic", choices=["self", "openai", "progress"], default=None)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    try:
-        health = httpx.get(f"{args.policy_url.rstrip('/')}/health", timeout=5)
-    except httpx.HTTPError as exc:
-        print(f"error: vLLM not reachable at {args.policy_url}: {exc}", file=sys.stderr)
-        return 2
-    if health.status_code != 200:
-        print(f"error: vLLM at {args.policy_url} is not healthy ({health.status_code})", file=sys.stderr)
-        return 2
-    cmd = [sys.executable, "-m", "halo.cli.main", "train", "--algorithm", "mcts", "--domain", args.domain]
-    cmd += ["--episodes", str(args.episodes), "--seed", str(args.seed)]
+    train_args = ["--algorithm", "mcts", "--domain", args.domain, "--episodes", str(args.episodes)]
+    train_args += ["--seed", str(args.seed)]
     settings = ("simulations", "ucb_c", "searches_per_iteration", "max_children", "max_depth", "alpha", "theta")
     for flag in (*settings, "beta", "critic"):
         if (value := getattr(args, flag)) is not None:
-            cmd += [f"--{flag.replace('_', '-')}", str(value)]
-    # A trainer the CLI starts samples from --policy_url (the trainer's own setting).
-    env = {
-        **os.environ,
-        "HALO_TRAINER_PORT": args.trainer_url.rsplit(":", 1)[-1].rstrip("/"),
-        "HALO_TRAINER_POLICY_URL": args.policy_url,
-    }
-    os.execvpe(cmd[0], cmd, env)
-    return 0
+            train_args += [f"--{flag.replace('_', '-')}", str(value)]
+    return exec_halo_train(args.policy_url, args.trainer_url, train_args)
 
 
 if __name__ == "__main__":
