@@ -67,6 +67,17 @@ def start_service(module: str, env: dict[str, str], ready_url: str, timeout_s: f
     raise RuntimeError(f"{module} not ready after {timeout_s} s")
 
 
+def stop_services(procs: list[subprocess.Popen]) -> None:
+    """Stop what ``start_service`` started, last first; kill what has not exited after 20 s."""
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir():
     """The project's tiny Qwen3-VL (cached under ``<data_dir>/models`` by content hash)."""

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from halo.schemas import Action, Observation, RewardBreakdown, RewardRequest, StateSummary
-from tests.conftest import REDIS_URL, free_port, start_service
+from tests.conftest import REDIS_URL, free_port, start_service, stop_services
 from tests.reward.conftest import drop_prefix, start_reward_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -84,13 +84,7 @@ def stack() -> Iterator[Stack]:
             pytest.skip("the environment service has no sessions API yet (POST /sessions answers 404/405)")
         yield Stack(env=env, rewards=rewards)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_services(procs)
         for mode in MODES:
             drop_prefix(f"{prefix}{mode}:")
 

@@ -16,7 +16,8 @@ import uvicorn
 from halo.schemas import Action
 from halo.settings.env import DEFAULT_CHROMIUM_ARGS
 from halo_sites.app import create_app
-from tests.conftest import REDIS_URL, free_port, start_service
+from halo_sites.tasks import evaluate, get_task
+from tests.conftest import REDIS_URL, free_port, start_service, stop_services
 
 CHROMIUM = "/usr/bin/chromium"
 # Chromium exactly as the environment service launches it (pixel-deterministic repaints: the fork
@@ -81,6 +82,11 @@ async def site_state(page) -> dict:
     return await page.evaluate("window.__HALO__.finish()")
 
 
+def local_task_success(site: str, task_n: int, state: dict, answer: str | None = None) -> bool | None:
+    """The verdict of ``local.<site>-<task_n>``'s eval on a hand-made /finish state."""
+    return evaluate(get_task(f"local.{site}-{task_n}"), state, answer).success
+
+
 @pytest.fixture(scope="session")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     if importlib.util.find_spec("halo_env") is None:
@@ -106,13 +112,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         yield client
         client.close()
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_services(procs)
 
 
 def replay(env: httpx.Client, task_id: str, actions: list[Action], check_reset: bool) -> dict:

@@ -8,11 +8,12 @@ replayed through the environment service by the shared ``test_replay.py``.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
-from halo_sites.tasks import TASK_PREFIX, evaluate, get_task, load_tasks
-from tests.sites.conftest import VIEWPORT, open_site
+from halo_sites.tasks import get_task
+from tests.sites.conftest import VIEWPORT, local_task_success, open_site
 from tests.sites.conftest import click as _click
 from tests.sites.conftest import site_state as _state
 from tests.sites.conftest import type_into as _type
@@ -57,17 +58,7 @@ def finish(
     }
 
 
-def ok(task_n: int, state: dict, answer: str | None = None) -> bool | None:
-    return evaluate(get_task(f"local.omnizon-{task_n}"), state, answer).success
-
-
-def test_omnizon_has_twelve_tasks_from_easy_to_hard_with_retrievals() -> None:
-    tasks = [t for t in load_tasks("omnizon") if t.id.startswith(TASK_PREFIX)]  # REAL v2 offline: test_real_offline.py
-    assert [t.id for t in tasks] == [f"local.omnizon-{n}" for n in range(1, 13)]
-    assert {t.difficulty for t in tasks} == {"easy", "medium", "hard"}
-    kinds = [t.challengeType for t in tasks]
-    assert kinds.count("retrieve") >= 2 and "action" in kinds
-    assert any(e.get("type") == "jmespath" for t in tasks for e in t.evals)
+ok = partial(local_task_success, "omnizon")
 
 
 def test_cart_tasks_need_exactly_the_right_cart() -> None:

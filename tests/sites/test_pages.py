@@ -6,26 +6,10 @@ import json
 
 import pytest
 
+from tests.sites.conftest import VIEWPORT, open_site
+from tests.sites.conftest import click as _click
+
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-
-VIEWPORT = {"width": 1280, "height": 720}
-
-
-async def _reset(browser, sites_url: str, site: str, task_id: str | None = None, seed: int = 0):
-    context = await browser.new_context(viewport=VIEWPORT)
-    page = await context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    query = f"?seed={seed}" + (f"&task_id={task_id}" if task_id else "")
-    await page.goto(f"{sites_url}/{site}/config{query}")
-    await page.wait_for_url(f"{sites_url}/{site}/**")
-    await page.wait_for_load_state("load")
-    page.errors = errors  # type: ignore[attr-defined]
-    return context, page
-
-
-async def _click(page, halo_id: str) -> None:
-    await page.locator(f'[data-halo-id="{halo_id}"]').click()
 
 
 async def _finish_page(context, sites_url: str, site: str) -> dict:
@@ -38,7 +22,7 @@ async def _finish_page(context, sites_url: str, site: str) -> dict:
 
 
 async def test_config_then_finish_has_reals_shape_and_an_empty_diff(browser, sites_url: str) -> None:
-    context, page = await _reset(browser, sites_url, "gomail", "local.gomail-1", seed=3)
+    context, page = await open_site(browser, sites_url, "gomail", "local.gomail-1", seed=3)
     assert page.url.endswith("/gomail/")
     state = await _finish_page(context, sites_url, "gomail")
     assert state["site"] == "gomail" and state["task_id"] == "local.gomail-1" and state["seed"] == 3
@@ -52,7 +36,7 @@ async def test_config_then_finish_has_reals_shape_and_an_empty_diff(browser, sit
 
 
 async def test_gomail_diff_paths_and_milestones(browser, sites_url: str) -> None:
-    context, page = await _reset(browser, sites_url, "gomail")
+    context, page = await open_site(browser, sites_url, "gomail")
     await _click(page, "email-e01")  # opening reads it
     await _click(page, "delete")
     await _click(page, "compose")
@@ -87,7 +71,7 @@ async def test_gomail_diff_paths_and_milestones(browser, sites_url: str) -> None
 
 
 async def test_gocalendar_delete_and_create_show_in_differences(browser, sites_url: str) -> None:
-    context, page = await _reset(browser, sites_url, "gocalendar")
+    context, page = await open_site(browser, sites_url, "gocalendar")
     await _click(page, "event-ev06")
     await _click(page, "delete-event")
     await _click(page, "create")
@@ -116,7 +100,7 @@ async def test_gocalendar_delete_and_create_show_in_differences(browser, sites_u
 
 
 async def test_gocalendar_rejects_an_unreadable_time(browser, sites_url: str) -> None:
-    context, page = await _reset(browser, sites_url, "gocalendar")
+    context, page = await open_site(browser, sites_url, "gocalendar")
     await _click(page, "create")
     await page.locator('[data-halo-id="event-start"]').click(click_count=3)
     await page.keyboard.type("25:99")
@@ -136,10 +120,10 @@ async def _button_box(page, halo_id: str) -> tuple[float, float]:
 async def test_playground_layouts_follow_the_seed(browser, sites_url: str) -> None:
     fixed, moving = set(), []
     for seed in range(4):
-        context, page = await _reset(browser, sites_url, "playground", "local.playground-1", seed=seed)
+        context, page = await open_site(browser, sites_url, "playground", "local.playground-1", seed=seed)
         fixed.add(await _button_box(page, "btn-submit"))
         await context.close()
-        context, page = await _reset(browser, sites_url, "playground", "local.playground-2", seed=seed)
+        context, page = await open_site(browser, sites_url, "playground", "local.playground-2", seed=seed)
         moving.append(await _button_box(page, "btn-submit"))
         await context.close()
     assert fixed == {(640, 405)}
@@ -150,7 +134,7 @@ async def test_same_task_and_seed_give_byte_identical_screenshots(browser, sites
     for site, task in (("playground", "local.playground-5"), ("gomail", "local.gomail-1"), ("gocalendar", None)):
         shots, states = [], []
         for _ in range(2):
-            context, page = await _reset(browser, sites_url, site, task, seed=11)
+            context, page = await open_site(browser, sites_url, site, task, seed=11)
             shots.append(await page.screenshot())
             states.append(await page.evaluate(f"localStorage.getItem('halo:{site}:initial')"))
             await context.close()
@@ -160,7 +144,7 @@ async def test_same_task_and_seed_give_byte_identical_screenshots(browser, sites
 
 async def test_snapshot_of_storage_and_url_forks_the_exact_screen(browser, sites_url: str) -> None:
     """What the environment's snapshot fork does: copy storage + URL into a fresh context."""
-    context, page = await _reset(browser, sites_url, "gomail")
+    context, page = await open_site(browser, sites_url, "gomail")
     await _click(page, "compose")
     await page.keyboard.type("sam.lee@acme.com")
     await _click(page, "subject")
@@ -187,7 +171,7 @@ async def test_snapshot_of_storage_and_url_forks_the_exact_screen(browser, sites
 
 
 async def test_playground_is_one_shot(browser, sites_url: str) -> None:
-    context, page = await _reset(browser, sites_url, "playground", "local.playground-4", seed=2)
+    context, page = await open_site(browser, sites_url, "playground", "local.playground-4", seed=2)
     await _click(page, "btn-cancel")
     assert await page.locator('[data-halo-id="btn-ok"]').is_disabled()
     state = await page.evaluate("window.__HALO__.finish()")
@@ -206,7 +190,7 @@ async def test_playground_near_target_rings_grade_a_miss_by_its_distance(browser
         (640, 520): {f"near_target{s}": True for s in ("", "_400", "_250", "_120")},  # 115 px, below the button
     }
     for (x, y), flags in expected.items():
-        context, page = await _reset(browser, sites_url, "playground", "local.playground-1")
+        context, page = await open_site(browser, sites_url, "playground", "local.playground-1")
         await page.mouse.click(x, y)
         assert (await page.evaluate("window.__HALO__.finish()"))["progress"] == flags, (x, y)
         await context.close()
@@ -214,7 +198,7 @@ async def test_playground_near_target_rings_grade_a_miss_by_its_distance(browser
 
 async def test_playground_click_miss_is_the_answer(browser, sites_url: str) -> None:
     """The first click ends a click task, a miss included: a later hit cannot repair it."""
-    context, page = await _reset(browser, sites_url, "playground", "local.playground-1")
+    context, page = await open_site(browser, sites_url, "playground", "local.playground-1")
     await page.mouse.click(100, 100)  # empty page, far from the button
     await page.mouse.click(640, 405)  # the button, too late
     state = await page.evaluate("window.__HALO__.finish()")

@@ -38,6 +38,16 @@ def test_every_site_has_at_least_ten_tasks_spanning_difficulties() -> None:
         assert "hard" in {t.difficulty for t in load_tasks(site)}
 
 
+@pytest.mark.parametrize("site", ["omnizon", "zilloft"])
+def test_omnizon_and_zilloft_have_twelve_local_tasks_from_easy_to_hard_with_retrievals(site: str) -> None:
+    tasks = [t for t in load_tasks(site) if t.id.startswith(TASK_PREFIX)]  # REAL v2 offline: test_real_offline.py
+    assert [t.id for t in tasks] == [f"local.{site}-{n}" for n in range(1, 13)]
+    assert {t.difficulty for t in tasks} == {"easy", "medium", "hard"}
+    kinds = [t.challengeType for t in tasks]
+    assert kinds.count("retrieve") >= 2 and "action" in kinds
+    assert any(e.get("type") == "jmespath" for t in tasks for e in t.evals)
+
+
 def test_task_ids_follow_the_contract_and_are_ordered_numerically() -> None:
     assert len(ALL_IDS) == len(set(ALL_IDS))
     assert all(re.fullmatch(r"(local|real-offline)\.[a-z]+-\d+", i) for i in ALL_IDS)

@@ -7,10 +7,11 @@ replayed through the environment service by the shared ``test_replay.py``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
-from halo_sites.tasks import TASK_PREFIX, evaluate, get_task, load_tasks
-from tests.sites.conftest import VIEWPORT, open_site
+from tests.sites.conftest import VIEWPORT, local_task_success, open_site
 from tests.sites.conftest import click as _click
 from tests.sites.conftest import site_state as _state
 from tests.sites.conftest import type_into as _type
@@ -57,17 +58,7 @@ def finish(
     }
 
 
-def ok(task_n: int, state: dict, answer: str | None = None) -> bool | None:
-    return evaluate(get_task(f"local.zilloft-{task_n}"), state, answer).success
-
-
-def test_zilloft_has_twelve_tasks_from_easy_to_hard_with_retrievals() -> None:
-    tasks = [t for t in load_tasks("zilloft") if t.id.startswith(TASK_PREFIX)]  # REAL v2 offline: test_real_offline.py
-    assert [t.id for t in tasks] == [f"local.zilloft-{n}" for n in range(1, 13)]
-    assert {t.difficulty for t in tasks} == {"easy", "medium", "hard"}
-    kinds = [t.challengeType for t in tasks]
-    assert kinds.count("retrieve") >= 2 and "action" in kinds
-    assert any(e.get("type") == "jmespath" for t in tasks for e in t.evals)
+ok = partial(local_task_success, "zilloft")
 
 
 def test_search_and_filter_tasks_read_the_final_search() -> None:
