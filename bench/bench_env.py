@@ -32,8 +32,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
-import statistics
 import sys
 import tempfile
 import threading
@@ -48,6 +46,7 @@ from playwright.async_api import async_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.measure import free_port, ms_stats  # noqa: E402
 from halo.actions import from_pixels  # noqa: E402
 from halo.schemas import Viewport  # noqa: E402
 from halo.settings.env import EnvSettings  # noqa: E402
@@ -68,22 +67,6 @@ GOALS = {
     "step_vs_direct_settled": 1.1,
     "group8_vs_eight_steps": 1.5,
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stats(ms: list[float]) -> dict:
-    ms = sorted(ms)
-    return {
-        "n": len(ms),
-        "median_ms": round(statistics.median(ms), 2),
-        "p90_ms": round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 2),
-        "min_ms": round(ms[0], 2),
-    }
 
 
 class _Thread:
@@ -292,7 +275,7 @@ def main() -> None:
 
     pages: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        sites_port, env_port = _free_port(), _free_port()
+        sites_port, env_port = free_port(), free_port()
         with _Thread(
             create_sites(SitesSettings(host="127.0.0.1", port=sites_port, log_level="WARNING")), sites_port
         ) as sites:
@@ -318,18 +301,18 @@ def main() -> None:
                     t = svc["times"]
                     page = {
                         "task": task,
-                        "raw_relaunch": _stats(raw[name]["relaunch"]),
-                        "raw_new_context": _stats(raw[name]["new_context"]),
-                        "reset_setup": _stats(t["reset_setup"]),
-                        "reset_rewind": _stats(t["reset_rewind"]),
-                        "fork_snapshot": _stats(t["fork_snapshot"]),
-                        "fork_rewind": _stats(t["fork_rewind"]),
-                        "restore_rewind": _stats(t["restore_rewind"]),
-                        "step_service": _stats(t["step"]),
-                        "step_service_inside": _stats(t["step_inside"]),
-                        "step_direct_click_screenshot": _stats(raw[name]["click_screenshot"]),
-                        "step_direct_click_settle_screenshot": _stats(raw[name]["click_settle_screenshot"]),
-                        "group_n8": _stats(group),
+                        "raw_relaunch": ms_stats(raw[name]["relaunch"]),
+                        "raw_new_context": ms_stats(raw[name]["new_context"]),
+                        "reset_setup": ms_stats(t["reset_setup"]),
+                        "reset_rewind": ms_stats(t["reset_rewind"]),
+                        "fork_snapshot": ms_stats(t["fork_snapshot"]),
+                        "fork_rewind": ms_stats(t["fork_rewind"]),
+                        "restore_rewind": ms_stats(t["restore_rewind"]),
+                        "step_service": ms_stats(t["step"]),
+                        "step_service_inside": ms_stats(t["step_inside"]),
+                        "step_direct_click_screenshot": ms_stats(raw[name]["click_screenshot"]),
+                        "step_direct_click_settle_screenshot": ms_stats(raw[name]["click_settle_screenshot"]),
+                        "group_n8": ms_stats(group),
                         "methods_used": {**svc["methods"], "group_n8": group_methods},
                     }
                     page["ratios"] = _ratios(page)

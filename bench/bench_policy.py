@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.measure import free_port  # noqa: E402
 from halo.policy_client import PolicyClient  # noqa: E402
 from halo.settings.policy import PolicySettings  # noqa: E402
 
@@ -50,12 +50,6 @@ PAGE = """<!doctype html><html><body style="font-family:sans-serif;margin:0;back
 <div style="margin-left:260px;padding:16px">
 <p style="background:#fff;padding:12px">Alice - Quarterly report</p><p style="background:#fff;padding:12px">Bob - Lunch?</p>
 </div></body></html>"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 async def _screenshot() -> bytes:
@@ -100,7 +94,7 @@ def _server(port: int | None, model_dir: Path):
     if port is not None:
         yield PolicySettings(port=port, max_lora_rank=8)
         return
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, HALO_POLICY_PORT=str(port), HALO_POLICY_MODEL=str(model_dir), HALO_POLICY_MAX_LORA_RANK="8")
     log_path = Path(tempfile.mkstemp(prefix="bench-policy-", suffix=".log")[1])
     with open(log_path, "wb") as log:

@@ -19,93 +19,65 @@ import asyncio
 import json
 import os
 import platform
-import socket
-import statistics
 import sys
 import time
 from pathlib import Path
 
-import uvicorn
 from playwright.async_api import async_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from halo_sites.app import create_app  # noqa: E402
+from bench.measure import ms_stats  # noqa: E402
+from halo_sites.in_process import serving_clones  # noqa: E402
 from halo_sites.tasks import evaluate, load_tasks, site_names  # noqa: E402
 
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stats(ms: list[float]) -> dict:
-    ms = sorted(ms)
-    return {
-        "n": len(ms),
-        "median_ms": round(statistics.median(ms), 2),
-        "p90_ms": round(ms[min(len(ms) - 1, int(0.9 * len(ms)))], 2),
-        "max_ms": round(ms[-1], 2),
-    }
-
-
 async def bench(repeats: int, chromium: str) -> dict:
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
     results: dict = {}
-    try:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=chromium or None, args=ARGS)
-            context = await browser.new_context(viewport={"width": 1280, "height": 720})
-            page = await context.new_page()
-            side = await context.new_page()
-            for site in site_names():
-                task = load_tasks(site)[0]
-                timings: dict[str, list[float]] = {
-                    "reset": [],
-                    "finish_in_page": [],
-                    "finish_page": [],
-                    "screenshot": [],
-                }
-                state_bytes = 0
-                for _ in range(repeats):
-                    t = time.perf_counter()
-                    await page.goto(f"{base}/{site}/config?task_id={task.id}&seed=0")
-                    await page.wait_for_url(f"{base}/{site}/**")
-                    await page.wait_for_load_state("load")
-                    timings["reset"].append((time.perf_counter() - t) * 1000)
-                    t = time.perf_counter()
-                    state = await page.evaluate("window.__HALO__.finish()")
-                    timings["finish_in_page"].append((time.perf_counter() - t) * 1000)
-                    state_bytes = len(json.dumps(state))
-                    t = time.perf_counter()
-                    await side.goto(f"{base}/{site}/finish")
-                    json.loads(await side.locator("pre").inner_text())
-                    timings["finish_page"].append((time.perf_counter() - t) * 1000)
-                    t = time.perf_counter()
-                    await page.screenshot()
-                    timings["screenshot"].append((time.perf_counter() - t) * 1000)
-                evals = []
-                evaluate(task, state, None)  # first call imports agisdk (about 1.5 s): not counted
-                for t_ in load_tasks(site):
-                    t = time.perf_counter()
-                    evaluate(t_, state, None)
-                    evals.append((time.perf_counter() - t) * 1000)
-                results[site] = {k: _stats(v) for k, v in timings.items()}
-                results[site]["evaluate"] = _stats(evals)
-                results[site]["finish_state_bytes"] = state_bytes
-            await browser.close()
-    finally:
-        server.should_exit = True
-        await serving
+    async with serving_clones() as base, async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium or None, args=ARGS)
+        context = await browser.new_context(viewport={"width": 1280, "height": 720})
+        page = await context.new_page()
+        side = await context.new_page()
+        for site in site_names():
+            task = load_tasks(site)[0]
+            timings: dict[str, list[float]] = {
+                "reset": [],
+                "finish_in_page": [],
+                "finish_page": [],
+                "screenshot": [],
+            }
+            state_bytes = 0
+            for _ in range(repeats):
+                t = time.perf_counter()
+                await page.goto(f"{base}/{site}/config?task_id={task.id}&seed=0")
+                await page.wait_for_url(f"{base}/{site}/**")
+                await page.wait_for_load_state("load")
+                timings["reset"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                state = await page.evaluate("window.__HALO__.finish()")
+                timings["finish_in_page"].append((time.perf_counter() - t) * 1000)
+                state_bytes = len(json.dumps(state))
+                t = time.perf_counter()
+                await side.goto(f"{base}/{site}/finish")
+                json.loads(await side.locator("pre").inner_text())
+                timings["finish_page"].append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                await page.screenshot()
+                timings["screenshot"].append((time.perf_counter() - t) * 1000)
+            evals = []
+            evaluate(task, state, None)  # first call imports agisdk (about 1.5 s): not counted
+            for t_ in load_tasks(site):
+                t = time.perf_counter()
+                evaluate(t_, state, None)
+                evals.append((time.perf_counter() - t) * 1000)
+            results[site] = {k: ms_stats(v) for k, v in timings.items()}
+            results[site]["evaluate"] = ms_stats(evals)
+            results[site]["finish_state_bytes"] = state_bytes
+        await browser.close()
     return results
 
 

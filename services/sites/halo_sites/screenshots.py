@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import socket
 from pathlib import Path
 
-import uvicorn
 from playwright.async_api import async_playwright
 
 from halo.logging import setup_logging
-from halo_sites.app import create_app
+from halo_sites.in_process import serving_clones
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -76,47 +74,31 @@ PAGES: list[tuple[str, str, str | None, str, list[tuple[str, str, str]]]] = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def shoot(out: Path, only: str | None, chromium: str) -> list[Path]:
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    base = f"http://127.0.0.1:{port}"
     saved: list[Path] = []
-    try:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(executable_path=chromium or None, args=CHROMIUM_ARGS)
-            for stem, site, task_id, route, steps in PAGES:
-                if only and site != only:
-                    continue
-                context = await browser.new_context(viewport={"width": 1280, "height": 720})
-                page = await context.new_page()
-                query = f"?task_id={task_id}&seed=0" if task_id else "?seed=0"
-                await page.goto(f"{base}/{site}/config{query}")
-                await page.wait_for_load_state("load")
-                if route:
-                    await page.goto(f"{base}/{site}/{route}")
-                for action, halo_id, text in steps:
-                    target = page.locator(f'[data-halo-id="{halo_id}"]')
-                    if action == "click":
-                        await target.click()
-                    else:
-                        await target.fill(text)
-                path = out / f"{stem}.png"
-                await page.screenshot(path=str(path))
-                saved.append(path)
-                await context.close()
-            await browser.close()
-    finally:
-        server.should_exit = True
-        await serving
+    async with serving_clones() as base, async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium or None, args=CHROMIUM_ARGS)
+        for stem, site, task_id, route, steps in PAGES:
+            if only and site != only:
+                continue
+            context = await browser.new_context(viewport={"width": 1280, "height": 720})
+            page = await context.new_page()
+            query = f"?task_id={task_id}&seed=0" if task_id else "?seed=0"
+            await page.goto(f"{base}/{site}/config{query}")
+            await page.wait_for_load_state("load")
+            if route:
+                await page.goto(f"{base}/{site}/{route}")
+            for action, halo_id, text in steps:
+                target = page.locator(f'[data-halo-id="{halo_id}"]')
+                if action == "click":
+                    await target.click()
+                else:
+                    await target.fill(text)
+            path = out / f"{stem}.png"
+            await page.screenshot(path=str(path))
+            saved.append(path)
+            await context.close()
+        await browser.close()
     return saved
 
 
