@@ -69,6 +69,15 @@ async def open_site(browser, sites_url: str, site: str, task_id: str | None = No
     return context, page
 
 
+async def fork_page(browser, context, page):
+    """What the environment's snapshot fork does: the context's storage and the page's URL in a fresh context."""
+    fork = await browser.new_context(viewport=VIEWPORT, storage_state=await context.storage_state())
+    forked = await fork.new_page()
+    await forked.goto(page.url)
+    await forked.wait_for_load_state("load")
+    return fork, forked
+
+
 async def click(page, halo_id: str) -> None:
     await page.locator(f'[data-halo-id="{halo_id}"]').click()
 

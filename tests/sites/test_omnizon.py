@@ -13,8 +13,8 @@ from functools import partial
 import pytest
 
 from halo_sites.tasks import get_task
-from tests.sites.conftest import VIEWPORT, local_task_success, open_site
 from tests.sites.conftest import click as _click
+from tests.sites.conftest import fork_page, local_task_success, open_site
 from tests.sites.conftest import site_state as _state
 from tests.sites.conftest import type_into as _type
 
@@ -244,10 +244,7 @@ async def test_same_task_gives_byte_identical_screens_and_forks_exactly(browser,
     await page.goto(f"{sites_url}/omnizon/#/dp/p11")
     await _click(page, "buy-now")
     await _type(page, "full-name", "Jamie Riv")
-    fork = await browser.new_context(viewport=VIEWPORT, storage_state=await context.storage_state())
-    forked = await fork.new_page()
-    await forked.goto(page.url)
-    await forked.wait_for_load_state("load")
+    fork, forked = await fork_page(browser, context, page)
     assert await forked.screenshot() == await page.screenshot()
     await forked.keyboard.type("era")
     assert await forked.locator('[data-halo-id="full-name"]').input_value() == "Jamie Rivera"

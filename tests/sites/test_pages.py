@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.sites.conftest import VIEWPORT, open_site
 from tests.sites.conftest import click as _click
+from tests.sites.conftest import fork_page, open_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -143,19 +143,13 @@ async def test_same_task_and_seed_give_byte_identical_screenshots(browser, sites
 
 
 async def test_snapshot_of_storage_and_url_forks_the_exact_screen(browser, sites_url: str) -> None:
-    """What the environment's snapshot fork does: copy storage + URL into a fresh context."""
     context, page = await open_site(browser, sites_url, "gomail")
     await _click(page, "compose")
     await page.keyboard.type("sam.lee@acme.com")
     await _click(page, "subject")
     await page.keyboard.type("Hel")
     before = await page.screenshot()
-    storage = await context.storage_state()
-    url = page.url
-    fork = await browser.new_context(viewport=VIEWPORT, storage_state=storage)
-    forked = await fork.new_page()
-    await forked.goto(url)
-    await forked.wait_for_load_state("load")
+    fork, forked = await fork_page(browser, context, page)
     assert await forked.screenshot() == before
     # Typing after the fork lands in the field that had the focus.
     await forked.keyboard.type("lo")

@@ -11,8 +11,8 @@ from functools import partial
 
 import pytest
 
-from tests.sites.conftest import VIEWPORT, local_task_success, open_site
 from tests.sites.conftest import click as _click
+from tests.sites.conftest import fork_page, local_task_success, open_site
 from tests.sites.conftest import site_state as _state
 from tests.sites.conftest import type_into as _type
 
@@ -223,10 +223,7 @@ async def test_same_task_gives_byte_identical_screens_and_forks_exactly(browser,
     await _search(page, "Portland")
     await _click(page, "filter-price")
     await _type(page, "price-max", "600")
-    fork = await browser.new_context(viewport=VIEWPORT, storage_state=await context.storage_state())
-    forked = await fork.new_page()
-    await forked.goto(page.url)
-    await forked.wait_for_load_state("load")
+    fork, forked = await fork_page(browser, context, page)
     assert await forked.screenshot() == await page.screenshot()
     await forked.keyboard.type("000")
     assert await forked.locator('[data-halo-id="price-max"]').input_value() == "600000"
