@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import defaultdict
+from typing import Any
 
 from halo.schemas import RolloutJob, RolloutResult
 from halo_trainer.config import RunConfig
@@ -65,17 +66,9 @@ class MctsLoop(RunLoop):
         return await self._finish(stop)
 
     # -- searches ---------------------------------------------------------------------------------
-    def _job(
-        self,
-        index: int,
-        *,
-        purpose: str = "train",
-        task: str | None = None,
-        seed: int | None = None,
-        attempt: int = 0,
-    ) -> RolloutJob:
+    def _job(self, index: int, *, purpose: str = "train", **choices: Any) -> RolloutJob:
         """Training jobs are searches (same deterministic ids and seeds as GRPO's); evaluations are GRPO's."""
-        job = super()._job(index, purpose=purpose, task=task, seed=seed, attempt=attempt)
+        job = super()._job(index, purpose=purpose, **choices)
         if purpose != "train":
             return job
         return job.model_copy(
