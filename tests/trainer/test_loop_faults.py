@@ -169,3 +169,28 @@ async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(
     assert loop.c.pending_entries == [] and await used_job_ids(redis) == set()
     assert await results_pending(redis) == 0
     await redis.aclose()
+
+
+async def test_an_evaluation_cut_short_by_a_stop_before_any_episode_records_nothing(
+    clean_redis, vllm_admin, tmp_path, base_model
+):
+    """Nothing measured is not a point: no NaN row in eval.jsonl for the plots and the viewer to draw."""
+    redis = aioredis.from_url(clean_redis)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=100, eval_every=3, eval_episodes=2)
+    stop = asyncio.Event()
+
+    async def play(job: RolloutJob) -> RolloutResult:
+        stop.set()  # the first evaluation's first job: the run is stopped while it plays
+        return infra(job, "env: 503 no browser context is free")
+
+    worker_stop, seen = asyncio.Event(), []
+    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
+    try:
+        assert await asyncio.wait_for(loop.run(stop), TIMEOUT_S) == "stopped"
+    finally:
+        worker_stop.set()
+        await worker
+    assert seen and seen[0].purpose == "eval"
+    eval_log = tmp_path / "run" / "eval.jsonl"
+    assert not eval_log.exists() or eval_log.read_text() == ""
+    await redis.aclose()

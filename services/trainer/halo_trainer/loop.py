@@ -502,17 +502,20 @@ class RunLoop:
                 self.trackers.log_episode, self.c.updates, recorded[self.c.eval_rounds % len(recorded)], self.store
             )
         episodes = [e for r in done.values() for e in r.episodes]
+        self.c.eval_rounds += 1
+        if not episodes:  # stopped before any episode ended: nothing was measured, nothing is recorded
+            logger.info("eval after %d updates: no episode ran (the run stopped)", self.c.updates)
+            return {}
         successes = sum(1 for e in episodes if e.success)
         low, high = wilson_interval(successes, len(episodes))
-        self.c.eval_rounds += 1
         out = {
-            "eval/success_rate": successes / len(episodes) if episodes else float("nan"),
+            "eval/success_rate": successes / len(episodes),
             "eval/ci_low": low,
             "eval/ci_high": high,
             "eval/episodes": float(len(episodes)),
             "eval/episodes_asked": float(cfg.eval_episodes),
             "eval/infra_replaced": float(replaced),
-            "eval/mean_return": sum(e.episode_return for e in episodes) / max(len(episodes), 1),
+            "eval/mean_return": sum(e.episode_return for e in episodes) / len(episodes),
             "eval/policy_version": float(self.c.version),
         }
         with (self.run_dir / "eval.jsonl").open("a") as fh:

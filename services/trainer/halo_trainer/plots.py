@@ -37,7 +37,8 @@ def curve_figure(run_dir: Path, chance: float | None = None, minutes: bool = Fal
     import matplotlib.pyplot as plt
 
     run_dir = Path(run_dir)
-    evals = _lines(run_dir / "eval.jsonl")
+    # Runs written before a stopped evaluation stopped being recorded may hold a row with no episode.
+    evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
     train = _lines(run_dir / "metrics.jsonl")
     if not evals and not train:
         return None
