@@ -9,27 +9,17 @@ Results, table and chart under <data_dir>/eval/<id>/ (docs/evaluation.md).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from halo_trainer.evaluation import run
+from halo_trainer.evaluation import parser, run
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mode", required=True)
-    p.add_argument("--sample_size", type=int, default=30)
-    p.add_argument("--task_registry")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--domain", nargs="+")
-    p.add_argument("--subset", nargs="+")
-    p.add_argument("--tasks", nargs="+")
-    p.add_argument("--episodes_per_task", type=int, default=1)
-    p.add_argument("--max_steps", type=int, default=15)
-    p.add_argument("--infra_retries", type=int, default=2)
-    p.add_argument("--name")
+    p = parser()
+    p.set_defaults(sample_size=30)
     args = p.parse_args()
-    args.modes = [args.mode]
+    if len(args.modes) != 1:
+        p.error("--mode takes one mode here; scripts/eval_full_matrix.py evaluates several")
     return run(args)
 
 

@@ -279,17 +279,22 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
 
 
 def parser() -> argparse.ArgumentParser:
+    """``halo eval``'s flags; each also takes the users' scripts' spelling (``--task_registry``, ``--mode``)."""
     p = argparse.ArgumentParser(description="Evaluate agent modes side by side on the same tasks and seeds.")
-    p.add_argument("--modes", nargs="+", required=True, metavar="MODE", help=f"of {', '.join(MODES)}")
+    p.add_argument("--modes", "--mode", nargs="+", required=True, metavar="MODE", help=f"of {', '.join(MODES)}")
     p.add_argument("--domain", nargs="+", help="sites whose tasks form the pool (e.g. playground gomail)")
     p.add_argument("--subset", nargs="+", help=f"groups of sites: {', '.join(SUBSETS)}")
     p.add_argument("--tasks", nargs="+", help="exact task ids (no sampling pool)")
-    p.add_argument("--task-registry", help="a registry snapshot, e.g. configs/real_v2_task_registry.json")
-    p.add_argument("--sample-size", type=int, help="tasks drawn from the pool (default: all)")
+    p.add_argument(
+        "--task-registry", "--task_registry", help="a registry snapshot, e.g. configs/real_v2_task_registry.json"
+    )
+    p.add_argument("--sample-size", "--sample_size", type=int, help="tasks drawn from the pool (default: all)")
     p.add_argument("--seed", type=int, default=42, help="drives task sampling and episode seeds")
-    p.add_argument("--episodes-per-task", type=int, default=1)
-    p.add_argument("--max-steps", type=int, default=15)
-    p.add_argument("--infra-retries", type=int, default=2, help="replays of an episode failed on infrastructure")
+    p.add_argument("--episodes-per-task", "--episodes_per_task", type=int, default=1)
+    p.add_argument("--max-steps", "--max_steps", type=int, default=15)
+    p.add_argument(
+        "--infra-retries", "--infra_retries", type=int, default=2, help="replays of an episode failed on infrastructure"
+    )
     p.add_argument("--name", help="results folder name (default: a digest of the plan, so reruns resume)")
     return p
 
