@@ -30,6 +30,7 @@ from tests.trainer.loop_harness import (
     make_loop,
     published_job_ids,
     results_pending,
+    run_with_worker,
     scripted_worker,
     used_job_ids,
 )
@@ -153,18 +154,16 @@ async def test_a_run_stopped_when_only_failed_jobs_came_back_acknowledges_them(
     loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=100)
     stop = asyncio.Event()
 
+    played: list[str] = []
+
     async def play(job: RolloutJob) -> RolloutResult:
-        if len(seen) >= 2:
+        played.append(job.job_id)
+        if len(played) >= 2:
             stop.set()
         return infra(job, "env: 503 no browser context is free")
 
-    worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
-    try:
-        assert await asyncio.wait_for(loop.run(stop), TIMEOUT_S) == "stopped"
-    finally:
-        worker_stop.set()
-        await worker
+    outcome, _ = await run_with_worker(loop, play, stop)
+    assert outcome == "stopped"
     assert loop.c.updates == 0 and loop.c.infra_failed_jobs >= 1
     assert loop.c.pending_entries == [] and await used_job_ids(redis) == set()
     assert await results_pending(redis) == 0
@@ -183,13 +182,8 @@ async def test_an_evaluation_cut_short_by_a_stop_before_any_episode_records_noth
         stop.set()  # the first evaluation's first job: the run is stopped while it plays
         return infra(job, "env: 503 no browser context is free")
 
-    worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
-    try:
-        assert await asyncio.wait_for(loop.run(stop), TIMEOUT_S) == "stopped"
-    finally:
-        worker_stop.set()
-        await worker
+    outcome, seen = await run_with_worker(loop, play, stop)
+    assert outcome == "stopped"
     assert seen and seen[0].purpose == "eval"
     eval_log = tmp_path / "run" / "eval.jsonl"
     assert not eval_log.exists() or eval_log.read_text() == ""
