@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -79,18 +79,24 @@ class EnvClient(_Client):
         self._lease_lock = asyncio.Lock()
 
     async def reset(self, task_id: str, seed: int = 0, max_steps: int = 30, run_id: str = "") -> ResetResponse:
-        for attempt in range(2):
-            lease_id = self.lease_id
+        def request(lease_id: str | None) -> dict[str, Any]:
             body = CreateSessionRequest(
                 task_id=task_id, seed=seed, max_steps=max_steps, run_id=run_id, lease_id=lease_id
             )
-            # Not retried on failure: a lost answer would leave an orphan session (closed with the
-            # lease, or reaped by the env's idle TTL). A lease the env no longer knows created
-            # nothing, so that one refusal is retried under a fresh lease.
+            return {"json": body.model_dump(mode="json")}
+
+        return await self._open_leased("/sessions", request)
+
+    async def _open_leased(self, path: str, request: Callable[[str | None], dict[str, Any]]) -> ResetResponse:
+        """A new session under this client's lease (when one is held).
+
+        Not retried on failure: a lost answer would leave an orphan session (closed with the lease,
+        or reaped by the env's idle TTL). A lease the env no longer knows created nothing, so that
+        one refusal is retried under a fresh lease."""
+        for attempt in range(2):
+            lease_id = self.lease_id
             try:
-                return await self._typed(
-                    ResetResponse, "POST", "/sessions", json=body.model_dump(mode="json"), retry=False
-                )
+                return await self._typed(ResetResponse, "POST", path, retry=False, **request(lease_id))
             except NotFound as exc:
                 if attempt or lease_id is None or "unknown lease" not in str(exc):
                     raise
@@ -180,9 +186,13 @@ class EnvClient(_Client):
         return await self._typed(Snapshot, "GET", f"/sessions/{session_id}/snapshot")
 
     async def restore(self, snapshot: Snapshot) -> ResetResponse:
-        """A new session in ``snapshot``'s state. Not retried: a lost answer would leave an orphan session."""
+        """A new session in ``snapshot``'s state, under this client's lease like a reset's."""
         body = snapshot.model_dump(mode="json")
-        return await self._typed(ResetResponse, "POST", "/sessions/restore", json=body, retry=False)
+
+        def request(lease_id: str | None) -> dict[str, Any]:
+            return {"json": body, "params": {"lease_id": lease_id} if lease_id else None}
+
+        return await self._open_leased("/sessions/restore", request)
 
     async def validate(self, session_id: str) -> ValidationResult:
         return await self._typed(ValidationResult, "POST", f"/sessions/{session_id}/validate")

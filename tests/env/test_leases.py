@@ -36,9 +36,9 @@ def server(site, tmp_path: Path) -> Iterator[EnvServer]:
         yield s
 
 
-def _owner(url: str, name: str) -> tuple[subprocess.Popen, dict]:
+def _owner(url: str, name: str, *extra: str) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.env.lease_owner", url, name],
+        [sys.executable, "-m", "tests.env.lease_owner", url, name, *extra],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -117,6 +117,38 @@ def test_a_killed_owners_sessions_close_within_the_lease_ttl(server: EnvServer) 
             for proc in (alive, doomed):
                 proc.kill()
                 proc.wait()
+
+
+def test_a_killed_owners_restored_session_closes_within_the_lease_ttl(server: EnvServer) -> None:
+    """A session restored from a snapshot (an MCTS search re-entering a node) belongs to the
+    restoring client's lease like a reset's, so it goes when its owner is SIGKILLed."""
+    with client(server) as http:
+        doomed, info = _owner(server.url, "searching-worker", "restore")
+        try:
+            restored = info["sessions"][-1]
+            listed = {s["session_id"]: s["lease_id"] for s in http.get("/sessions").json()}
+            assert len(info["sessions"]) == 4 and listed[restored] == info["lease_id"]
+            doomed.kill()
+            killed_at = time.monotonic()
+            doomed.wait()
+            while set(info["sessions"]) & _open(http) and time.monotonic() < killed_at + TTL_S + 10:
+                time.sleep(0.1)
+            released_after = time.monotonic() - killed_at
+            print(f"\nthe killed owner's restored session closed {released_after:.2f} s after SIGKILL (ttl {TTL_S} s)")
+            assert restored not in _open(http) and not set(info["sessions"]) & _open(http)
+            assert released_after < TTL_S + 10 and http.get("/leases").json() == []
+        finally:
+            doomed.kill()
+            doomed.wait()
+
+        # Restoring under a lease the env does not know is refused before a context is taken.
+        sid = create(http)["observation"]["session_id"]
+        snapshot = http.get(f"/sessions/{sid}/snapshot").json()
+        in_use = http.get("/stats").json()["contexts_in_use"]
+        r = http.post("/sessions/restore", params={"lease_id": "lease-0000000000"}, json=snapshot)
+        assert r.status_code == 404 and "unknown lease" in r.json()["error"]
+        assert http.get("/stats").json()["contexts_in_use"] == in_use
+        assert http.post("/sessions/restore", params={"lease_id": "../x"}, json=snapshot).status_code == 422
 
 
 def test_lease_routes_and_refusals(server: EnvServer) -> None:

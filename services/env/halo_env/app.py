@@ -42,6 +42,8 @@ from halo_env.backends.real import RealBackend
 from halo_env.pool import BrowserPool
 from halo_env.sessions import SessionManager
 
+# The restored session belongs to this lease (as a reset's ``lease_id`` does): closed when it expires.
+LEASE_QUERY = "The owner's session lease (POST /leases); unset: the session lives until closed or idle"
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a snapshot carries a site's whole localStorage; nothing else is near this
 
 
@@ -113,8 +115,14 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
         return m.list()
 
     @app.post("/sessions/restore", response_model=ResetResponse, tags=["sessions"])
-    async def restore_session(body: Snapshot, m: Manager) -> ResetResponse:
-        return await m.restore(body)
+    async def restore_session(
+        body: Snapshot,
+        m: Manager,
+        lease_id: Annotated[
+            str | None, Query(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_\-]+$", description=LEASE_QUERY)
+        ] = None,
+    ) -> ResetResponse:
+        return await m.restore(body, lease_id)
 
     @app.post("/sessions/{session_id}/step", response_model=StepResponse, tags=["sessions"])
     async def step(session_id: str, body: StepRequest, m: Manager) -> StepResponse:

@@ -132,8 +132,10 @@ class SessionManager:
             like=initial_obs,
         )
 
-    async def restore(self, snapshot: Snapshot) -> ResetResponse:
+    async def restore(self, snapshot: Snapshot, lease_id: str | None = None) -> ResetResponse:
         backend, task = self.task(snapshot.task_id)
+        if lease_id is not None:
+            self.leases.live(lease_id)  # refuse before a context is taken
         meta = snapshot.storage_state.get("halo_page") or {}
         max_steps = meta.get("max_steps") if isinstance(meta.get("max_steps"), int) else 30
         max_steps = min(max(max_steps, 1), 500)
@@ -166,6 +168,7 @@ class SessionManager:
             0,
             state=state,
             kind="restore",
+            lease_id=lease_id,
             prefix=list(snapshot.actions),
             step=snapshot.step,
             answer=snapshot.answer,
