@@ -7,7 +7,7 @@ import json
 import matplotlib.pyplot as plt
 import pytest
 
-from halo_trainer.plots import curve_figure, main, plot_run
+from halo_trainer.plots import compare_figure, curve_figure, main, plot_run, plot_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -80,3 +80,57 @@ def test_cli_writes_the_curve(tmp_path, capsys):
     _write_run(run_dir)
     main([str(run_dir), "--minutes", "--chance", "0.25"])
     assert capsys.readouterr().out.strip().endswith("curve.png")
+
+
+def _name_algorithm(run_dir, algorithm: str) -> None:
+    (run_dir / "config.json").write_text(json.dumps({"run": {"algorithm": algorithm}}))
+
+
+def test_several_runs_share_one_plot_each_against_its_own_start(tmp_path):
+    grpo, mcts = tmp_path / "grpo-run", tmp_path / "mcts-run"
+    _write_run(grpo, created_at=1000.0)
+    _write_run(mcts, created_at=5000.0)
+    (mcts / "status.json").write_text(json.dumps({"created_at": 5000.0 - 60}))  # created a minute before its lines
+    _name_algorithm(grpo, "grpo")
+    _name_algorithm(mcts, "mcts")
+    fig = compare_figure([grpo, mcts], chance=0.5, minutes=True)
+    [ax] = fig.axes
+    first, second, chance = ax.get_lines()
+    assert list(first.get_xdata()) == [0.0, 3.0, 6.0] and list(second.get_xdata()) == [1.0, 4.0, 7.0]
+    assert list(first.get_ydata()) == [0.0, 0.5, 1.0] == list(second.get_ydata())
+    assert list(chance.get_ydata()) == [0.5, 0.5]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0].startswith("grpo: grpo-run") and labels[1].startswith("mcts: mcts-run")
+    assert "4 greedy episodes per point" in labels[0] and "minutes" in ax.get_xlabel()
+    assert len(ax.collections) == 2  # one Wilson band per run
+    plt.close(fig)
+
+
+def test_a_run_without_evaluations_is_left_out_of_the_comparison(tmp_path):
+    done, empty = tmp_path / "done", tmp_path / "empty"
+    _write_run(done)
+    empty.mkdir()
+    fig = compare_figure([done, empty])
+    assert len(fig.axes[0].get_lines()) == 1 and "updates" in fig.axes[0].get_xlabel()
+    plt.close(fig)
+    assert compare_figure([empty]) is None
+    assert plot_runs([empty], tmp_path / "none.png") is None and not (tmp_path / "none.png").exists()
+
+
+def test_cli_compares_several_runs_into_the_given_file(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write_run(a)
+    _write_run(b)
+    out = tmp_path / "compare.png"
+    main([str(a), str(b), "--minutes", "--out", str(out)])
+    assert capsys.readouterr().out.strip() == str(out)
+    assert out.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_cli_asks_for_out_with_several_runs(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write_run(a)
+    _write_run(b)
+    with pytest.raises(SystemExit) as exc:
+        main([str(a), str(b)])
+    assert exc.value.code == 2 and "--out" in capsys.readouterr().err

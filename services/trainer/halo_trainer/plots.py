@@ -1,6 +1,10 @@
 """Learning curves of a run folder as PNG: held-out success with its 95% interval, and train reward.
 
 python -m halo_trainer.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
+python -m halo_trainer.plots RUN_DIR RUN_DIR ... [--minutes] --out compare.png   # runs on one plot
+
+With several run folders the figure is one plot of their held-out success curves (each with its
+95% interval), labelled by run and algorithm, so methods can be compared against wall time.
 """
 
 from __future__ import annotations
@@ -82,6 +86,61 @@ def curve_figure(run_dir: Path, chance: float | None = None, minutes: bool = Fal
     return fig
 
 
+def plot_runs(run_dirs: list[Path], out: Path, chance: float | None = None, minutes: bool = False) -> Path | None:
+    """Write the held-out success curves of several runs on one plot to ``out``; None without evaluations."""
+    import matplotlib.pyplot as plt
+
+    fig = compare_figure(run_dirs, chance, minutes)
+    if fig is None:
+        return None
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return Path(out)
+
+
+def compare_figure(run_dirs: list[Path], chance: float | None = None, minutes: bool = False):
+    """One axes: each run's greedy held-out success (with its Wilson band) against updates or
+    wall-clock minutes since that run was created; None when no run has an evaluation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    plotted = 0
+    for run_dir in map(Path, run_dirs):
+        evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
+        if not evals:
+            continue
+        start = _created_at(run_dir, evals)
+        x = [(e["time"] - start) / 60 if minutes else e["update"] for e in evals]
+        n = int(evals[-1]["eval/episodes"])
+        label = f"{_algorithm(run_dir)}: {run_dir.name} ({n} greedy episodes per point)"
+        (line,) = ax.plot(x, [e["eval/success_rate"] for e in evals], "o-", label=label)
+        ax.fill_between(
+            x, [e["eval/ci_low"] for e in evals], [e["eval/ci_high"] for e in evals], alpha=0.15, color=line.get_color()
+        )
+        plotted += 1
+    if not plotted:
+        plt.close(fig)
+        return None
+    if chance is not None:
+        ax.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("wall-clock minutes since each run was created" if minutes else "learner updates")
+    ax.set_ylabel("held-out success (greedy); band: 95% Wilson")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _algorithm(run_dir: Path) -> str:
+    config = run_dir / "config.json"
+    if config.exists():
+        return str(json.loads(config.read_text()).get("run", {}).get("algorithm", "run"))
+    return "run"
+
+
 def _created_at(run_dir: Path, lines: list[dict]) -> float:
     status = run_dir / "status.json"
     if status.exists():
@@ -97,15 +156,27 @@ def _lines(path: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m halo_trainer.plots", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a run folder (var/runs/<run_id>)")
-    parser.add_argument("--out", type=Path, help="PNG to write (default: <run_dir>/curve.png)")
+    parser.add_argument(
+        "run_dir", type=Path, nargs="+", help="a run folder (var/runs/<run_id>); several: one comparison"
+    )
+    parser.add_argument(
+        "--out", type=Path, help="PNG to write (default: <run_dir>/curve.png; needed with several runs)"
+    )
     parser.add_argument("--chance", type=float, help="draw this chance rate on the evaluation plot")
     parser.add_argument("--minutes", action="store_true", help="wall-clock minutes on the x axes")
     args = parser.parse_args(argv)
-    if not args.run_dir.is_dir():
-        parser.error(f"{args.run_dir} is not a run folder")
-    target = plot_run(args.run_dir, args.out, args.chance, args.minutes)
-    sys.stdout.write(f"{target or f'nothing to plot in {args.run_dir} (no eval.jsonl or metrics.jsonl lines yet)'}\n")
+    for run_dir in args.run_dir:
+        if not run_dir.is_dir():
+            parser.error(f"{run_dir} is not a run folder")
+    if len(args.run_dir) == 1:
+        [run_dir] = args.run_dir
+        target = plot_run(run_dir, args.out, args.chance, args.minutes)
+        sys.stdout.write(f"{target or f'nothing to plot in {run_dir} (no eval.jsonl or metrics.jsonl lines yet)'}\n")
+        return
+    if args.out is None:
+        parser.error("several run folders make one comparison plot: give its file with --out")
+    target = plot_runs(args.run_dir, args.out, args.chance, args.minutes)
+    sys.stdout.write(f"{target or 'nothing to plot: no run folder has eval.jsonl lines yet'}\n")
 
 
 if __name__ == "__main__":
