@@ -1,4 +1,5 @@
-"""The GRPO learner: a LoRA adapter on Qwen3-VL's language model, updated from groups of completions.
+"""The GRPO learner: a LoRA adapter on Qwen3-VL's language model, and optionally chosen base-model
+modules trained in full, updated from groups of completions.
 
 One ``Learner.update(batch)`` is one optimiser step:
 
@@ -6,10 +7,17 @@ One ``Learner.update(batch)`` is one optimiser step:
    count in the normaliser, as in the objective),
 2. per micro-batch: reference log-probs with the adapter disabled (only when ``kl_coef > 0``),
    current log-probs with grad, the objective of ``halo_trainer.objective``, backward,
-3. clip the LoRA gradient, AdamW step, learning-rate schedule step.
+3. clip the gradient (adapter and full weights together), AdamW step, learning-rate schedule step.
 
 The LoRA adapter covers the language model only (``halo_model.lora`` says why); ``save_adapter``
-writes exactly what vLLM's ``/v1/load_lora_adapter`` reads.
+writes exactly what vLLM's ``/v1/load_lora_adapter`` reads. The config's ``full_weights`` name
+base-model modules (``halo_model.full_weights``: the vision merger, the last vision blocks, ...)
+that train in full in their own AdamW param group (``full_weights_lr``); ``save_base_weights``
+writes the base model with them as a model folder vLLM's ``reload_weights`` and transformers load.
+
+The reference policy (``kl_coef > 0``, ``logprobs(adapter=False)``) is the model as loaded: the
+adapter disabled *and* the full-weight modules swapped back to the values they had when the learner
+was built (a frozen copy kept on the learner's device, the size of those modules).
 
 Inputs and per-token log-probs are the model library's (``halo_model``): ``inputs.build_batch``
 rebuilds each prompt and refuses one whose token ids differ from vLLM's, and
@@ -20,9 +28,11 @@ from the logits it computes (a forward hook on ``lm_head``), so nothing is compu
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,6 +42,7 @@ from safetensors.torch import load_file
 from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
+from halo_model import full_weights
 from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.logprobs import base_model, completion_logprobs
 from halo_model.lora import lora_config
@@ -111,7 +122,8 @@ def logprobs_and_entropy(
 
 
 class Learner:
-    """LoRA policy-gradient learner over a transformers Qwen3-VL model (see the module docstring)."""
+    """LoRA (and full-weight) policy-gradient learner over a transformers Qwen3-VL model (see the module
+    docstring)."""
 
     def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = completion_logprobs):
         if isinstance(model, PeftModel):
@@ -123,11 +135,25 @@ class Learner:
         self.model: PeftModel = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        if not self.params:
+        self.lora_params = [p for p in self.model.parameters() if p.requires_grad]
+        if not self.lora_params:
             raise ValueError(f"no layer named {config.lora_target_modules} inside the language model")
+        base = self.model.get_base_model()
+        by_name = {
+            full_weights.checkpoint_name(n): p
+            for n, p in base.named_parameters()
+            if not full_weights.is_adapter_tensor(n)
+        }
+        self._full_names = full_weights.select(config.full_weights, list(by_name), base.config.vision_config.depth)
+        self.full_params = [by_name[n].requires_grad_(True) for n in self._full_names]
+        # The reference policy's values of the full-weight modules: the model as loaded.
+        self._reference_full = [p.detach().clone() for p in self.full_params]
+        self.params = self.lora_params + self.full_params
+        groups = [{"params": self.lora_params, "lr": config.learning_rate}]
+        if self.full_params:
+            groups.append({"params": self.full_params, "lr": config.full_weights_lr})
         self.optimizer = torch.optim.AdamW(
-            self.params,
+            groups,
             lr=config.learning_rate,
             betas=config.adam_betas,
             eps=config.adam_eps,
@@ -138,7 +164,8 @@ class Learner:
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
         self.step = 0
-        base_config = self.model.get_base_model().config
+        self._saved_dtype: torch.dtype | None = None
+        base_config = base.config
         self._merge: int = base_config.vision_config.spatial_merge_size
         self._vision_token_ids = [base_config.image_token_id, base_config.video_token_id]
         self.model.eval()
@@ -153,7 +180,7 @@ class Learner:
         return self.params[0].device
 
     def trainable_state(self) -> dict[str, Tensor]:
-        """The LoRA parameters by name (a copy)."""
+        """The trained parameters (LoRA and full weights) by PEFT name (a copy)."""
         return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def update(self, batch: LearnerBatch) -> dict[str, float]:
@@ -219,7 +246,7 @@ class Learner:
             micro = batch.select(rows[start : start + cfg.micro_batch_size], self._merge)
             ref = None
             if cfg.kl_coef > 0:
-                with torch.no_grad(), self.model.disable_adapter():
+                with torch.no_grad(), self.reference_policy():
                     ref = self.logprob_fn(self.model, micro.inputs, grad=False, allowed=micro.allowed)
             logp, entropy = logprobs_and_entropy(self.logprob_fn, self.model, micro, grad=True)
             behaviour = micro.behaviour_logprobs if micro.behaviour_logprobs is not None else logp.detach()
@@ -245,7 +272,7 @@ class Learner:
         return stats, loss_total, grad_norm, lr
 
     def _optimizer_step(self, any_gradient: bool) -> tuple[float, float]:
-        """Clip the LoRA gradient, AdamW step, schedule step; returns (grad norm, learning rate used)."""
+        """Clip the gradient (LoRA and full weights), AdamW step, schedule step; returns (grad norm, learning rate used)."""
         grad_norm = 0.0
         if any_gradient:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm))
@@ -303,16 +330,32 @@ class Learner:
             "train/step": float(self.step),
         }
 
+    @contextmanager
+    def reference_policy(self) -> Iterator[None]:
+        """Inside: the model as loaded, adapter disabled and the full-weight modules at their initial
+        values (no gradient; the trained values come back on exit, the optimizer's state untouched)."""
+        trained = [p.data for p in self.full_params]
+        with torch.no_grad(), self.model.disable_adapter():
+            try:
+                for p, initial in zip(self.full_params, self._reference_full, strict=True):
+                    p.data = initial
+                yield
+            finally:
+                for p, data in zip(self.full_params, trained, strict=True):
+                    p.data = data
+
     @torch.no_grad()
     def logprobs(self, batch: LearnerBatch | PolicyBatch, *, adapter: bool = True) -> Tensor:
-        """Per-completion-token log-probs ``[B, C]`` under the current adapter (or the base model)."""
+        """Per-completion-token log-probs ``[B, C]`` under the current policy, or (``adapter=False``)
+        the reference policy: the model as loaded (``reference_policy``), which is the base model
+        only when no full weights train."""
         inputs = batch.inputs if isinstance(batch, LearnerBatch) else batch
         allowed = batch.allowed if isinstance(batch, LearnerBatch) else None
         inputs = inputs.to(self.device)
         allowed = None if allowed is None else allowed.to(self.device)
         if adapter:
             return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
-        with self.model.disable_adapter():
+        with self.reference_policy():
             return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
 
     def save_adapter(self, directory: str | Path) -> Path:
@@ -330,3 +373,67 @@ class Learner:
             raise ValueError(
                 f"adapter does not fit this learner: missing {missing[:3]}, unexpected {result.unexpected_keys[:3]}"
             )
+
+    # --- full weights ------------------------------------------------------------------------
+
+    def full_weight_names(self) -> list[str]:
+        """The trained base-model parameters by their checkpoint name ([] when only LoRA trains)."""
+        return list(self._full_names)
+
+    def save_base_weights(self, directory: str | Path, *, trained_only: bool = False) -> Path:
+        """Write the base model's weights (LoRA not merged) as safetensors with the keys, shapes and
+        dtype of the model's own folder, the full-weight modules at their trained values, plus its
+        ``config.json``: a folder vLLM's ``reload_weights`` and transformers load.
+
+        ``trained_only``: only the full-weight parameters, in the learner's own dtype (a checkpoint's
+        exact copy; ``load_base_weights`` reads it back)."""
+        base = self.model.get_base_model()
+        if trained_only:
+            state = dict(zip(self._full_names, self.full_params, strict=True))
+            return full_weights.write_weights(state, directory)
+        dtype = self._checkpoint_dtype()
+        out = full_weights.write_weights(full_weights.base_state(base), directory, dtype=dtype)
+        config = copy.deepcopy(base.config)
+        config.dtype = dtype
+        config.save_pretrained(str(out))
+        return out
+
+    def load_base_weights(self, directory: str | Path) -> None:
+        """Load base-model weights written by ``save_base_weights`` (all of them or ``trained_only``);
+        every full-weight parameter must be there, and every tensor must be a base-model parameter."""
+        state = full_weights.read_weights(directory, device=str(self.device))
+        targets = full_weights.base_state(self.model.get_base_model())
+        unknown = sorted(set(state) - set(targets))
+        missing = sorted(set(self._full_names) - set(state))
+        if unknown or missing:
+            raise ValueError(
+                f"{directory} does not fit this learner: unknown weights {unknown[:3]}, "
+                f"trained weights missing {missing[:3]} (full_weights={list(self.config.full_weights)})"
+            )
+        for name, tensor in state.items():
+            if tensor.shape != targets[name].shape:
+                raise ValueError(
+                    f"{name}: shape {tuple(tensor.shape)} in {directory}, {tuple(targets[name].shape)} here"
+                )
+        with torch.no_grad():
+            for name, tensor in state.items():
+                targets[name].copy_(tensor)
+
+    def _checkpoint_dtype(self) -> torch.dtype:
+        """The dtype of the model's own safetensors (config.json's), which the learner may hold in
+        float32; the parameters' dtype for a model without a folder."""
+        if self._saved_dtype is None:
+            from transformers import AutoConfig
+
+            base = self.model.get_base_model()
+            dtype = None
+            try:
+                dtype = AutoConfig.from_pretrained(base.config._name_or_path).dtype
+            except (OSError, ValueError):
+                logger.info(
+                    "no model folder for %r: base weights saved in the parameters' dtype", base.config._name_or_path
+                )
+            if isinstance(dtype, str):
+                dtype = getattr(torch, dtype)
+            self._saved_dtype = dtype if isinstance(dtype, torch.dtype) else self.lora_params[0].dtype
+        return self._saved_dtype

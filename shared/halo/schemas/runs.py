@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -24,6 +25,23 @@ class LossType(StrEnum):
 
 # Experiment trackers a run reports to (``none`` alone: only the run folder's own files).
 TrackerName = Literal["none", "tensorboard", "wandb", "trackio", "mlflow"]
+
+
+# Named sets of base-model modules a run trains in full beside the LoRA adapter (``full_weights``);
+# halo_model.full_weights says which parameters each one covers.
+FULL_WEIGHT_PRESETS = ("vision_merger", "vision_last_blocks", "vision", "all")
+_MODULE_NAME = re.compile(r"^(model|lm_head)(\.[A-Za-z0-9_]+)*$")
+
+
+def check_full_weights(names: list[str]) -> list[str]:
+    """``full_weights`` entries are presets or module names of the HF model; duplicates dropped."""
+    bad = [n for n in names if n not in FULL_WEIGHT_PRESETS and not _MODULE_NAME.match(n)]
+    if bad:
+        raise ValueError(
+            f"full_weights {bad}: neither a preset ({', '.join(FULL_WEIGHT_PRESETS)}) nor a module name of the "
+            "Hugging Face model (e.g. model.visual.merger, model.visual.blocks.26, lm_head)"
+        )
+    return list(dict.fromkeys(names))
 
 
 # RunSpec fields that only the mcts algorithm reads (halo_trainer.mcts.settings.MCTSConfig's)
@@ -59,6 +77,9 @@ class RunSpec(Message):
     eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None
     seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
     report_to: Annotated[list[TrackerName], Field(max_length=5)] | None = None
+    # Base-model modules trained in full beside the LoRA adapter (presets or HF module names; [] = LoRA only)
+    full_weights: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=64)] | None = None
+    full_weights_lr: Annotated[float, Field(gt=0, le=1.0)] | None = None  # AdamW rate of those parameters
     # algorithm "mcts" only (unset: configs/rl_config.yaml's mcts section; docs/mcts.md has each one)
     searches_per_iteration: Annotated[int, Field(ge=1, le=1024)] | None = None  # searches per DPO iteration
     simulations: Annotated[int, Field(ge=1, le=10_000)] | None = None
@@ -79,6 +100,11 @@ class RunSpec(Message):
         if names and "none" in names and len(names) > 1:
             raise ValueError("report_to: 'none' cannot be combined with a tracker")
         return names
+
+    @field_validator("full_weights")
+    @classmethod
+    def _full_weight_names(cls, names: list[str] | None) -> list[str] | None:
+        return None if names is None else check_full_weights(names)
 
     @model_validator(mode="after")
     def _mcts_fields_need_mcts(self) -> RunSpec:

@@ -46,6 +46,14 @@ class LearnerConfig(BaseModel):
         ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
         description="Linear layers given a LoRA adapter, matched only inside the language model",
     )
+    full_weights: tuple[str, ...] = Field(
+        (),
+        description="Base-model modules trained in full beside the adapter: presets or HF module names "
+        "(halo_model.full_weights); () = LoRA only",
+    )
+    full_weights_lr: Annotated[float, Field(gt=0, le=1.0)] = Field(
+        1e-7, description="AdamW peak learning rate of the full-weight parameters (their own param group)"
+    )
     clip_eps_low: Annotated[float, Field(ge=0, lt=1)] | None = Field(
         0.2, description="PPO clip: ratio floor 1 - eps (None: no clipping)"
     )
@@ -79,6 +87,8 @@ RUN_OWNED_LEARNER_FIELDS = frozenset(
         "lora_r",
         "lora_alpha",
         "lora_target_modules",
+        "full_weights",
+        "full_weights_lr",
         "max_completion_tokens",
     }
 )
