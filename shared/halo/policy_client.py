@@ -322,6 +322,33 @@ class PolicyClient:
         )
         return result.candidates[0], result.prompt_token_ids
 
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        model: str | None = None,
+        temperature: float = 0.0,
+        regex: str | None = None,
+    ) -> str:
+        """One answer's text to the caller's own messages (the MCTS self-critique), optionally
+        constrained to ``regex`` by vLLM's structured outputs; ``model`` defaults to the current one."""
+        body: dict[str, Any] = {
+            "model": model or self._current,
+            "messages": messages,
+            "n": 1,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "add_generation_prompt": True,
+        }
+        if regex is not None:
+            body["structured_outputs"] = {"regex": regex}
+        response = await self._chat(body)
+        try:
+            return response.json()["choices"][0]["message"].get("content") or ""
+        except (ValueError, LookupError, TypeError, AttributeError) as exc:
+            raise ServiceFailed(SERVICE, f"an answer without choices[0].message: {response.text[:300]}") from exc
+
     async def _chat(self, body: dict[str, Any]) -> httpx.Response:
         try:
             return await self._http.request("POST", "/v1/chat/completions", json=body)

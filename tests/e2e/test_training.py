@@ -97,7 +97,7 @@ def test_bad_run_requests_are_clear_4xx(stack):
             ({"domain": "playground", "tasks": ["local.playground-999"]}, 422, "unknown tasks"),
             ({"domain": "playground", "loss_type": "ppo"}, 422, "loss_type"),
             ({"domain": "playground", "surprise": 1}, 422, "surprise"),
-            ({"domain": "playground", "algorithm": "mcts", "critic": "openai"}, 422, "not implemented"),
+            ({"domain": "playground", "algorithm": "mcts", "critic": "openai"}, 422, "needs an API key"),
         ]
         for body, code, words in cases:
             r = api.post("/runs", json=body)

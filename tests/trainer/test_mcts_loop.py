@@ -125,8 +125,8 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert outcome == "finished"
     # Every training job is a search carrying the run's settings; ids are GRPO's deterministic ones.
     assert [j.job_id for j in seen] == [f"{RUN}-j{i}" for i in range(4)]
-    assert all(j.purpose == "search" and j.mcts == loop.search.model_dump(mode="json") for j in seen)
-    assert seen[0].mcts["simulations"] == 7 and seen[0].max_steps == loop.search.max_depth
+    assert all(j.purpose == "search" and j.mcts == loop.search for j in seen)
+    assert seen[0].mcts.simulations == 7 and seen[0].max_steps == loop.search.max_depth
     lines = [json.loads(line) for line in (loop.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [line["update"] for line in lines] == [1, 2]
     first, second = lines
@@ -217,12 +217,12 @@ async def test_an_iteration_without_pairs_takes_no_step_and_keeps_the_version(
 
 
 async def test_a_search_job_the_search_cannot_run_comes_back_as_a_failure_not_a_crash(tmp_path):
-    job = job_for(purpose="search", mcts={"critic": "self"})
-    result = await run_search_job(services(), job, tmp_path)
+    keyless = {"critic": "openai", "critic_api_key_env": "HALO_TEST_NO_SUCH_KEY"}
+    result = await run_search_job(services(), job_for(purpose="search", mcts=keyless), tmp_path)
     assert result.purpose == "search" and result.search is None
-    assert "critic 'self' is not implemented" in (result.infra_error or "")
-    bad = await run_search_job(services(), job_for(purpose="search", mcts={"simulations": 0}), tmp_path)
-    assert "invalid search settings" in (bad.infra_error or "")
+    assert "critic 'openai' needs an API key" in (result.infra_error or "")
+    bad = await run_search_job(services(), job_for(purpose="search"), tmp_path)
+    assert "without search settings" in (bad.infra_error or "")
 
 
 def test_mcts_settings_resolve_from_the_defaults_profile_and_request():

@@ -162,17 +162,26 @@ async def test_cancellation_closes_every_session(tmp_path):
     assert env.sessions == {}
 
 
-def test_unbuilt_critics_are_a_clear_configuration_error():
+def test_the_openai_critic_without_a_key_is_a_clear_configuration_error(monkeypatch):
+    monkeypatch.delenv("HALO_TEST_CRITIC_KEY", raising=False)
     check_critic(cfg())
-    for critic in ("self", "openai"):
-        with pytest.raises(ValueError, match=f"critic '{critic}' is not implemented yet; use one of: progress"):
-            check_critic(cfg(critic=critic))
+    check_critic(cfg(critic="self"))
+    keyless = cfg(critic="openai", critic_api_key_env="HALO_TEST_CRITIC_KEY")
+    with pytest.raises(
+        ValueError, match="critic 'openai' needs an API key .* set the environment variable HALO_TEST_CRITIC_KEY"
+    ):
+        check_critic(keyless)
+    monkeypatch.setenv("HALO_TEST_CRITIC_KEY", "dummy")
+    check_critic(keyless)
 
 
-async def test_an_unbuilt_critic_is_refused_before_any_env_call(tmp_path):
+async def test_an_openai_critic_without_a_key_is_refused_before_any_env_call(tmp_path, monkeypatch):
+    monkeypatch.delenv("HALO_TEST_CRITIC_KEY", raising=False)
     env = SnapshotEnv()
-    with pytest.raises(ValueError, match="not implemented"):
-        await search(services(env=env), job_for(), cfg(critic="self"), tmp_path)
+    with pytest.raises(ValueError, match="needs an API key"):
+        await search(
+            services(env=env), job_for(), cfg(critic="openai", critic_api_key_env="HALO_TEST_CRITIC_KEY"), tmp_path
+        )
     assert env.resets == []
 
 

@@ -70,9 +70,10 @@ async def wait_for_state(manager: RunManager, run_id: str, states: set[RunState]
     raise AssertionError(f"run {run_id} never reached {states}: {status}")
 
 
-async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_503(api: Api):
+async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_503(api: Api, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the openai critic's default key variable
     cases = [
-        ({"domain": "playground", "algorithm": "mcts", "critic": "self"}, 422, "critic 'self' is not implemented"),
+        ({"domain": "playground", "algorithm": "mcts", "critic": "openai"}, 422, "critic 'openai' needs an API key"),
         ({"domain": "playground", "simulations": 5}, 422, "simulations: settings of algorithm 'mcts'"),
         ({"domain": "playground", "tasks": ["local.playground-7"]}, 422, "unknown tasks for playground"),
         ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -11,6 +11,7 @@ from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.base import Message
 from halo.schemas.env import Viewport
 from halo.schemas.reward import Id, RewardBreakdown
+from halo.schemas.search_settings import MCTSConfig
 
 
 class GroupMode(StrEnum):
@@ -65,11 +66,10 @@ class RolloutJob(Message):
     seed: Annotated[int, Field(ge=0)]
     max_steps: Annotated[int, Field(ge=1, le=200)]
     branch: BranchPolicy = BranchPolicy.SAMPLED
-    # search: one MCTS search of the task (halo_trainer.mcts), with the run's search settings in
-    # ``mcts`` (the trainer's MCTSConfig as JSON; the worker validates it against that model)
+    # search: one MCTS search of the task (halo_trainer.mcts) with the run's search settings in ``mcts``
     purpose: Literal["train", "eval", "search"] = "train"
     sampling: SamplingParams
-    mcts: dict[str, Any] | None = None
+    mcts: MCTSConfig | None = None
 
 
 class PromptRecord(Message):

@@ -41,7 +41,7 @@ from halo_trainer.mcts.tree import load_tree
 
 logger = logging.getLogger("halo.trainer.mcts")
 
-SUMMED = ("env_steps", "reentries", "reentry_mismatches", "infra_errors")  # per iteration; the rest are means
+SUMMED = ("env_steps", "reentries", "reentry_mismatches", "infra_errors", "critic_failures")  # the rest are means
 
 
 class MctsLoop(RunLoop):
@@ -76,7 +76,7 @@ class MctsLoop(RunLoop):
                 "purpose": "search",
                 "group_size": 1,
                 "max_steps": self.search.max_depth,
-                "mcts": self.search.model_dump(mode="json"),
+                "mcts": self.search,
             }
         )
 

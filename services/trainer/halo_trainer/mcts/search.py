@@ -25,8 +25,10 @@ infrastructure handling. Reward requests of one search share its episode id, and
 transition into its parent's state, so the reward service scores every edge against the memory of
 its own path (milestones already reached along it are not paid twice).
 
-Critics: ``progress`` scores a child by the milestone progress the reward service paid for the edge
-into it. ``self`` and ``openai`` are not built yet; ``check_critic`` refuses them with a clear error.
+Critics (``halo_trainer.mcts.critics``) score a node's new children once per expansion: ``progress``
+by the milestone progress the reward service paid for each edge, ``self`` and ``openai`` by a model's
+ranking of the candidate actions. A critic that fails or does not answer with a ranking gives that
+node's children the neutral 0.5 and is counted (``critic_failures``, logged once per search).
 
 Infrastructure failures are never scored: a candidate whose step failed on the infrastructure is not
 added (counted in ``infra_errors``), a rollout that meets one is not backed up. A service that is
@@ -44,7 +46,9 @@ from pathlib import Path
 
 from halo.policy_client import Candidate
 from halo.schemas import Observation, RolloutJob, Snapshot
-from halo_trainer.mcts.settings import Critic, MCTSConfig
+from halo.transport import CallError
+from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView, check_critic, make_critic
+from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import Tree
 from halo_trainer.rollout import (
     Branch,
@@ -58,14 +62,7 @@ from halo_trainer.rollout import (
 
 logger = logging.getLogger("halo.trainer.mcts")
 
-BUILT_CRITICS = (Critic.PROGRESS,)
-
-
-def check_critic(cfg: MCTSConfig) -> None:
-    """Refuse a critic the search cannot run yet (a configuration error, before any env call)."""
-    if cfg.critic not in BUILT_CRITICS:
-        built = ", ".join(c.value for c in BUILT_CRITICS)
-        raise ValueError(f"critic {cfg.critic.value!r} is not implemented yet; use one of: {built}")
+__all__ = ["SearchResult", "StateStore", "check_critic", "search"]
 
 
 @dataclass
@@ -75,6 +72,7 @@ class SearchResult:
     reentries: int = 0  # sessions opened in a node's state: restores of its snapshot and forks of those
     reentry_mismatches: int = 0  # ... whose first screenshot differed from the node's
     infra_errors: int = 0  # candidates and rollouts dropped for an infrastructure failure
+    critic_failures: int = 0  # expansions whose critic failed or answered no ranking (children scored 0.5)
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -82,6 +80,7 @@ class SearchResult:
             "reentries": float(self.reentries),
             "reentry_mismatches": float(self.reentry_mismatches),
             "infra_errors": float(self.infra_errors),
+            "critic_failures": float(self.critic_failures),
         }
 
 
@@ -117,12 +116,14 @@ class _Search:
 
     tree: Tree
 
-    def __init__(self, svc: Services, job: RolloutJob, cfg: MCTSConfig, states: StateStore) -> None:
-        self.svc, self.job, self.cfg, self.states = svc, job, cfg, states
+    def __init__(
+        self, svc: Services, job: RolloutJob, cfg: MCTSConfig, states: StateStore, critic: CandidateCritic
+    ) -> None:
+        self.svc, self.job, self.cfg, self.states, self.critic = svc, job, cfg, states, critic
         self.search_id = job.job_id
         self.opened: set[str] = set()  # sessions to close when the search ends
         self.edge: dict[int, str | None] = {0: None}  # node -> the reward transition into it
-        self.reentries = self.mismatches = self.infra_errors = 0
+        self.reentries = self.mismatches = self.infra_errors = self.critic_failures = 0
 
     async def close(self, session_id: str) -> None:
         self.opened.discard(session_id)
@@ -223,6 +224,8 @@ class _Search:
         tree.record.env_steps += len(runnable)
         if obs.session_id not in where.values():  # nothing ran in the restored session
             await self.close(obs.session_id)
+        scored = [b for b in branches if not b.infra_error]
+        scores = iter(await self.score(NodeView(self.job, obs, list(node.history)), scored))
         out: dict[int, tuple[str, Observation] | None] = {}
         for (cand, proposals), branch, tid in zip(new, branches, ids, strict=True):
             if branch.infra_error:
@@ -230,7 +233,7 @@ class _Search:
                 if cand.action is not None:
                     await self.close(branch.session_id)
                 continue
-            child = await self._record(leaf, cand, proposals, branch, version)
+            child = await self._record(leaf, cand, proposals, branch, version, next(scores))
             self.edge[child] = tid
             live = cand.action is not None and not episode_ended(branch)
             out[child] = (branch.session_id, branch.step.observation) if live and branch.step is not None else None
@@ -238,7 +241,30 @@ class _Search:
                 await self.close(branch.session_id)
         return out
 
-    async def _record(self, leaf: int, cand: Candidate, proposals: int, branch: Branch, version: int) -> int:
+    async def score(self, node: NodeView, branches: list[Branch]) -> list[float]:
+        """The critic's scores of a node's new children; the neutral 0.5 each when it fails."""
+        if not branches:
+            return []
+        try:
+            scores = await self.critic.score(node, branches)
+            if len(scores) != len(branches) or not all(0.0 <= s <= 1.0 for s in scores):
+                raise CriticAnswerError(f"{len(scores)} scores for {len(branches)} children: {scores}")
+            return scores
+        except (CallError, CriticAnswerError) as exc:
+            self.critic_failures += 1
+            if self.critic_failures == 1:  # once per search; the count goes into the metrics
+                logger.warning(
+                    "search %s: the %s critic failed (%s); its children score %.1f, further failures are counted",
+                    self.search_id,
+                    self.cfg.critic.value,
+                    str(exc)[:300],
+                    NEUTRAL,
+                )
+            return [NEUTRAL] * len(branches)
+
+    async def _record(
+        self, leaf: int, cand: Candidate, proposals: int, branch: Branch, version: int, q_critic: float
+    ) -> int:
         tree, node = self.tree, self.tree.node(leaf)
         step = branch.step
         if step is None:  # did not parse: nothing ran, the child is the parent's state
@@ -265,13 +291,9 @@ class _Search:
             reward=branch.reward.total,
             terminal=terminal,
             success=success,
-            q_critic=self.critic(branch),
+            q_critic=q_critic,
         )
         return child.id
-
-    def critic(self, branch: Branch) -> float:
-        # progress: the milestone weights the reward service paid for reaching this child's state
-        return branch.reward.progress
 
     # -- rollout ------------------------------------------------------------------------------------
     async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> float | None:
@@ -320,8 +342,7 @@ async def search(
     """Run ``cfg.simulations`` simulations from a fresh session on ``job``'s task and seed; write the
     tree to ``<run_dir>/trees/<job_id>.json``. ``stopped`` is asked before every simulation after
     the first: True abandons the search (``RunStopped``)."""
-    check_critic(cfg)
-    s = _Search(svc, job, cfg, StateStore(Path(run_dir) / "snapshots"))
+    s = _Search(svc, job, cfg, StateStore(Path(run_dir) / "snapshots"), make_critic(cfg, svc))
     try:
         await s.start()
         tree = s.tree
@@ -344,6 +365,7 @@ async def search(
                 tree.backup(child, value, cfg.dense_return)
     finally:
         await s.close_all()
+        await s.critic.aclose()
     path = tree.save(Path(run_dir) / "trees")
     logger.info(
         "search %s: %d simulations, %d nodes, %d env steps, success found %s, best path %s",
@@ -354,4 +376,4 @@ async def search(
         any(n.success for n in tree.record.nodes),
         tree.best_path(),
     )
-    return SearchResult(tree, path, s.reentries, s.mismatches, s.infra_errors)
+    return SearchResult(tree, path, s.reentries, s.mismatches, s.infra_errors, s.critic_failures)

@@ -1,78 +1,8 @@
-"""Hyper-parameters of MCTS + step-level DPO (Agent Q, Putta et al. 2024, arXiv 2408.07199).
-
-The paper leaves alpha, theta and beta unreported; their defaults come from the public
-implementations and the DPO literature, as each field's description says (docs/mcts.md has the table).
-"""
+"""The MCTS + step-level DPO settings. They cross Redis on every search job, so they live in the
+schema package (``halo.schemas.search_settings``); the trainer's modules import them from here."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated
+from halo.schemas.search_settings import Critic, MCTSConfig, Reference
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Critic(StrEnum):
-    """Who scores the K candidate actions at a node (``q_critic``)."""
-
-    SELF = "self"  # the policy's own model ranks them from the screenshot and goal (Agent Q's self-critique)
-    OPENAI = "openai"  # an OpenAI-compatible endpoint ranks them (needs a key)
-    PROGRESS = "progress"  # the reward service's milestone progress of each child state (no model needed)
-
-
-class Reference(StrEnum):
-    """The reference policy of the DPO log-ratio."""
-
-    BASE = "base"  # the base model: the LoRA adapter disabled
-    ITERATION = "iteration"  # the adapter as it was when the iteration began (Agent Q's pi_ref <- pi_theta_i)
-
-
-class MCTSConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    simulations: Annotated[int, Field(ge=1, le=10_000)] = Field(
-        50, description="Simulations (select, expand, roll out, back up) per search; the issue's --simulations"
-    )
-    ucb_c: Annotated[float, Field(ge=0.0, le=100.0)] = Field(
-        1.414, description="UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002), the users' --ucb_c"
-    )
-    max_children: Annotated[int, Field(ge=2, le=32)] = Field(
-        5,
-        description="Distinct candidate actions per expanded node (K); Agent Q, ExACT and Koh et al. branch 5 ways",
-    )
-    max_depth: Annotated[int, Field(ge=1, le=200)] = Field(
-        15,
-        description="Actions from the root after which a path (tree plus rollout) is cut off; "
-        "a GRPO episode's max_steps, so a search sees the horizon an episode does",
-    )
-    alpha: Annotated[float, Field(ge=0.0, le=1.0)] = Field(
-        0.5,
-        description="Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; "
-        "unreported by Agent Q, 0.5 weighs search and critic equally",
-    )
-    theta: Annotated[float, Field(ge=0.0)] = Field(
-        0.1,
-        description="Least composite-Q gap between two children that makes a preference pair; "
-        "unreported by Agent Q, the low end of 0.1-0.2 on a [0, 1] value scale",
-    )
-    beta: Annotated[float, Field(gt=0.0, le=10.0)] = Field(
-        0.1, description="DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default"
-    )
-    critic: Critic = Field(
-        Critic.SELF,
-        description="self | openai | progress; self is Agent Q's, a random-weight model cannot critique "
-        "so the embedded default needs progress",
-    )
-    reference: Reference = Field(
-        Reference.ITERATION, description="base | iteration; Agent Q refreshes the reference every iteration"
-    )
-    rpo_alpha: Annotated[float, Field(ge=0.0)] = Field(
-        0.0,
-        description="Weight of the NLL of the chosen action (RPO, Pang et al. 2024, who use 1.0); "
-        "0 is Agent Q's plain DPO",
-    )
-    dense_return: bool = Field(
-        False,
-        description="Back up the rewards of the path's edges on top of the terminal success; "
-        "off is Agent Q's sparse success-only value",
-    )
+__all__ = ["Critic", "MCTSConfig", "Reference"]
