@@ -14,6 +14,11 @@ publisher unloads old versions itself, because only it knows which versions roll
 process) may still use. A name is never reloaded in place: vLLM's in-place reload keeps a prefix
 cache keyed by the name.
 
+Full weights (a run that trains modules LoRA cannot reach, the vision tower say): ``publish_weights``
+serves new base weights and the new adapter as one version, under a pause, and unloads every older
+adapter (their base weights are gone). It needs vLLM's dev-mode routes
+(``HALO_POLICY_WEIGHT_RELOAD``); ``weight_reload_available`` says whether the server has them.
+
 Errors and retries are ``halo.transport``'s; ``EngineDead`` says the server answers but its engine
 process died (restart it).
 """
@@ -23,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -44,6 +49,11 @@ SERVICE = "policy server"
 
 class EngineDead(ServiceFailed):
     """The HTTP server answers but ``/health`` is 503: the engine process died; restart the server."""
+
+
+class SampleAborted(ServiceUnavailable):
+    """vLLM aborted the request: it queued while new weights were loaded (``publish_weights``) and
+    named a version those weights replaced. Nothing was sampled; ask again with the current version."""
 
 
 # --- results --------------------------------------------------------------------------------------
@@ -298,6 +308,8 @@ class PolicyClient:
         latency = time.perf_counter() - started
         data = response.json()
         choices = sorted(data.get("choices", []), key=lambda c: c.get("index", 0))
+        if any(c.get("finish_reason") == "abort" for c in choices):
+            raise SampleAborted(SERVICE, f"request for {name!r} aborted by a weight sync; sample again")
         if len(choices) != n or data.get("prompt_token_ids") is None:
             raise ServiceFailed(SERVICE, f"expected {n} choices with prompt_token_ids, got {len(choices)}")
         return SampleResult(
@@ -399,6 +411,96 @@ class PolicyClient:
         elapsed = await self.load_adapter(name, path)
         self._current = name
         return elapsed
+
+    # -- full weights -----------------------------------------------------------------------------
+    async def weight_reload_available(self) -> bool:
+        """Whether the server has the routes ``publish_weights`` needs (vLLM in dev mode,
+        ``HALO_POLICY_WEIGHT_RELOAD``): a GET on the POST-only ``/collective_rpc`` answers 405 when
+        the route exists and 404 when it does not; nothing is changed on the server."""
+        try:
+            await self._http.request("GET", "/collective_rpc", retry=False, timeout_s=10.0)
+        except NotFound:
+            return False
+        except ServiceRejected as exc:
+            return exc.status == 405
+        return True
+
+    async def publish_weights(
+        self,
+        name: str,
+        adapter_path: str,
+        weights_path: str,
+        *,
+        before_resume: Callable[[], Awaitable[object]] | None = None,
+    ) -> dict[str, float]:
+        """Serve new base weights (a model folder) together with adapter ``name``, one version.
+
+        1. ``/pause?mode=wait``: requests in flight finish on the old weights; new ones queue,
+        2. ``reload_weights`` from ``weights_path`` in place (``/collective_rpc``; vLLM then drops its
+           encoder, multimodal and LoRA caches, and the pause cleared the prefix cache),
+        3. load adapter ``name``, make it current, and unload every other adapter: a request that
+           names an older version from now on gets a 404 instead of mixing old LoRA and new weights,
+        4. ``before_resume`` (the publisher makes ``name`` current for its workers), abort what
+           queued during the pause (it named an older version; ``sample_actions`` raises
+           ``SampleAborted``), then ``/resume``.
+        The server stays paused for no longer than these steps: resume runs on any failure.
+        Returns the seconds of each step (``pause_s``, ``reload_s``, ``adapter_s``, ``total_s``).
+        """
+        started = time.perf_counter()
+        await self._pause()
+        paused = time.perf_counter()
+        try:
+            await self._reload(weights_path)
+            reloaded = time.perf_counter()
+            served = {m["id"] for m in await self.models()}
+            if name not in served:
+                await self.load_adapter(name, adapter_path)
+            self._current = name
+            for other in served - {name, self.base_model}:
+                await self.unload_adapter(other)
+            loaded = time.perf_counter()
+            if before_resume is not None:
+                await before_resume()
+            await self._http.request("POST", "/abort_requests", json={}, retry=False)
+        finally:
+            await self._http.request("POST", "/resume", retry=True)
+        done = time.perf_counter()
+        logger.info("weights %s and adapter %s served in %.3fs", weights_path, name, done - started)
+        return {
+            "pause_s": paused - started,
+            "reload_s": reloaded - paused,
+            "adapter_s": loaded - reloaded,
+            "total_s": done - started,
+        }
+
+    async def reload_weights(self, weights_path: str) -> float:
+        """Reload the base weights alone (no version change: a restore, a test); returns seconds.
+        Under a pause like ``publish_weights``: see ``_pause`` for why a bare reload is unsafe."""
+        started = time.perf_counter()
+        await self._pause()
+        try:
+            await self._reload(weights_path)
+        finally:
+            await self._http.request("POST", "/resume", retry=True)
+        return time.perf_counter() - started
+
+    async def _pause(self) -> None:
+        """``/pause?mode=wait&clear_cache=true``: drain requests in flight, queue new ones, and clear
+        the engine's caches. The clearing is not optional: ``reload_weights`` empties the worker's
+        encoder cache but not the scheduler's record of it, and the next request with an image seen
+        before then kills the engine ("Encoder cache miss"); the pause clears both sides."""
+        await self._http.request(
+            "POST", "/pause", params={"mode": "wait", "clear_cache": "true"}, retry=False, timeout_s=600.0
+        )
+
+    async def _reload(self, weights_path: str) -> None:
+        await self._http.request(
+            "POST",
+            "/collective_rpc",
+            json={"method": "reload_weights", "kwargs": {"weights_path": str(weights_path)}},
+            retry=False,
+            timeout_s=600.0,
+        )
 
     def use_base_model(self) -> None:
         """Send new requests to the base model (evaluation of version 0); adapters stay loaded."""

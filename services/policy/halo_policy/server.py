@@ -8,7 +8,8 @@ supervise the child until it exits or we are told to stop. vLLM's own server doe
 CPU (embedded default): vLLM's CPU build with the tiny Qwen3-VL in float32 (exact log-prob parity
 with the learner). GPU: Qwen/Qwen3-VL-8B-Instruct in bfloat16, ``--gpu-memory-utilization`` leaving
 the rest of the card to the trainer. Both: runtime LoRA (``--enable-lora``, ``--max-loras >= 2``,
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``), the xgrammar structured-output backend (the learner
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``), in-place full-weight reload when asked
+(``HALO_POLICY_WEIGHT_RELOAD``, on by default on the CPU target: ``VLLM_SERVER_DEV_MODE=1``), the xgrammar structured-output backend (the learner
 replays its masks), and ``--chat-template-content-format openai`` so vLLM hands the template the
 same message structure transformers does.
 """
@@ -95,6 +96,10 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
 def build_env(settings: PolicySettings, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"  # the load/unload_lora_adapter routes exist only with it
+    if settings.resolved_weight_reload():
+        # Full-weight runs reload weights in place (/collective_rpc, /pause, /resume); these admin
+        # routes exist only in dev mode, so the server's port must stay private (docs/policy.md).
+        env["VLLM_SERVER_DEV_MODE"] = "1"
     if settings.target == "cpu":
         env["VLLM_CPU_KVCACHE_SPACE"] = str(settings.cpu_kvcache_space_gib)
         env.setdefault("VLLM_TARGET_DEVICE", "cpu")

@@ -60,6 +60,11 @@ class PolicySettings(HaloSettings):
     extra_args: tuple[str, ...] = Field((), description="Extra vLLM command-line arguments, appended verbatim")
     startup_timeout_s: float = Field(600.0, gt=0, description="How long `python -m halo_policy` waits for /health, s")
     warmup: bool = Field(True, description="Send one request at start: the first one is far slower than the rest")
+    weight_reload: bool | None = Field(
+        None,
+        description="Start vLLM with VLLM_SERVER_DEV_MODE=1 so a run can reload full weights in place "
+        "(/collective_rpc, /pause, /resume: admin routes, never publish the port); None = on for cpu, off for gpu",
+    )
 
     # --- client --------------------------------------------------------------------------------
     url: str | None = Field(None, description="Base URL the client calls; None = http://<host>:<port>")
@@ -82,6 +87,9 @@ class PolicySettings(HaloSettings):
 
     def resolved_dtype(self) -> str:
         return self.dtype or ("float32" if self.target == "cpu" else "bfloat16")
+
+    def resolved_weight_reload(self) -> bool:
+        return self.weight_reload if self.weight_reload is not None else self.target == "cpu"
 
     def resolved_structured_outputs(self) -> StructuredMode:
         if self.structured_outputs is not None:
