@@ -26,6 +26,8 @@ def test_cpu_target_serves_the_tiny_model_in_float32_with_runtime_lora() -> None
     env = build_env(s, base={})
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert env["VLLM_SERVER_DEV_MODE"] == "1"  # full-weight reload on by default on cpu
+    assert "VLLM_SERVER_DEV_MODE" not in build_env(PolicySettings(target="cpu", weight_reload=False), base={})
     assert s.resolved_structured_outputs() == "regex"
 
 
@@ -39,6 +41,8 @@ def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
     assert cmd[-1] == "--enforce-eager"
     assert "--no-enable-chunked-prefill" not in cmd
     assert "VLLM_CPU_KVCACHE_SPACE" not in build_env(s, base={})
+    assert "VLLM_SERVER_DEV_MODE" not in build_env(s, base={})  # admin routes only when asked
+    assert build_env(PolicySettings(target="gpu", weight_reload=True), base={})["VLLM_SERVER_DEV_MODE"] == "1"
     assert s.resolved_structured_outputs() == "off"
 
 
