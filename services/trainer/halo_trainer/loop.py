@@ -12,6 +12,8 @@
         advantages per group (A = r - mean r); one learner step           (halo_trainer.learner)
         every `sync_every` steps: save adapter v(k+1), load it into vLLM as `<run>-v<k+1>`,
             make it current for new samples, unload versions nobody may still use
+            (a full-weights run: its trained modules' weights too, reloaded in place in the same
+            pause of vLLM, so one version names one set of weights)
         every `eval_every` steps: greedy episodes on held-out seeds
         every `checkpoint_every` steps: checkpoint, then acknowledge the results it contains
 
@@ -30,6 +32,7 @@ import json
 import logging
 import math
 import secrets
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
@@ -56,6 +59,10 @@ logger = logging.getLogger("halo.trainer.loop")
 
 JOB_TIMEOUT_S = 900.0  # a queued job whose result never came (dead-lettered) stops being waited for
 RETRY_FIRST_S, RETRY_MAX_S = 1.0, 10.0  # pause between replacement rounds while nothing succeeds
+
+
+class WeightReloadUnavailable(RuntimeError):
+    """A full-weights run on a vLLM started without in-place weight reload (HALO_POLICY_WEIGHT_RELOAD)."""
 
 
 class InfrastructureOutage(RuntimeError):
@@ -140,6 +147,7 @@ class RunLoop:
         self._last_failure = ""
         self._next_try = 0.0
         self._retry_s = RETRY_FIRST_S
+        self._reload_checked = False  # the policy server was checked for weight reload (full-weights runs)
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -407,9 +415,29 @@ class RunLoop:
 
     async def _serve_once(self, version: int) -> None:
         record = self._version_record(version)
+        await self._check_weight_reload()
         await self._ensure_served(version)
         await set_current_policy(self.redis, record)
         await self._retire_old_versions(version)
+
+    def _weights_path(self, version: int) -> Path | None:
+        """The model folder of ``version``'s base weights, or None: the run trains LoRA alone, or
+        version 0, whose base weights are the ones vLLM started with."""
+        if version == 0 or not self.learner.full_weight_names():
+            return None
+        return self.run_dir / "weights" / f"v{version}"
+
+    async def _check_weight_reload(self) -> None:
+        """Refuse a full-weights run on a vLLM that cannot reload weights, before any sample is taken."""
+        if self._reload_checked or not self.learner.full_weight_names():
+            return
+        if not await self.policy.weight_reload_available():
+            raise WeightReloadUnavailable(
+                f"run {self.cfg.run_id} trains full weights ({', '.join(self.learner.full_weight_names()[:3])}, ...) "
+                f"but the policy server at {self.policy.base_url} cannot reload weights (no /collective_rpc): "
+                "start it with HALO_POLICY_WEIGHT_RELOAD=true (vLLM's dev mode), or train LoRA alone"
+            )
+        self._reload_checked = True
 
     async def _ensure_served(self, version: int) -> None:
         """Load ``version``'s adapter into vLLM unless ``/v1/models`` already lists it.
@@ -417,6 +445,10 @@ class RunLoop:
         After a vLLM restart this is the only version that must come back: every sample reads the
         run's current version from Redis, so no new request names an older one, and the jobs that
         sampled from older ones failed with the server.
+
+        A full-weights run serves the version's base weights with it, in one step under a pause
+        (``PolicyClient.publish_weights``): the adapter's name then names one set of weights, also
+        after a restart, where vLLM came back with the original weights and no adapter.
         """
         if version == 0:
             return
@@ -425,6 +457,20 @@ class RunLoop:
             return
         if not Path(record.adapter_path).exists():
             self.learner.save_adapter(record.adapter_path)
+        if (weights := self._weights_path(version)) is not None:
+            if not weights.exists():
+                await asyncio.to_thread(self.learner.save_base_weights, weights)
+            timing = await self.policy.publish_weights(
+                record.adapter_name,
+                record.adapter_path,
+                str(weights),
+                before_resume=lambda: set_current_policy(self.redis, record),
+            )
+            self.latest |= {f"policy/weights_{k}": v for k, v in timing.items()}
+            logger.info(
+                "weights and adapter %s served from %s (%.2f s)", record.adapter_name, weights, timing["total_s"]
+            )
+            return
         # Workers in other processes may still sample from the previous version: old versions
         # are unloaded by `_retire_old_versions`, by staleness, not by this client.
         seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path)
@@ -434,11 +480,22 @@ class RunLoop:
     async def _publish_new_version(self) -> None:
         version = self.c.version + 1
         self.learner.save_adapter(self.run_dir / "adapters" / f"v{version}")
+        if (weights := self._weights_path(version)) is not None:
+            await asyncio.to_thread(self.learner.save_base_weights, weights)
         await self._serve(version)
         self.c.version = version
 
     async def _retire_old_versions(self, current: int) -> None:
-        """Unload adapters too old for any accepted transition (vLLM keeps a bounded number resident)."""
+        """Unload adapters too old for any accepted transition (vLLM keeps a bounded number resident).
+
+        A full-weights run keeps only the current version's weights folder: the older ones are
+        served nowhere (``publish_weights`` unloaded their adapters), and on a GPU box each is the
+        size of the model.
+        """
+        if self._weights_path(current) is not None:
+            for old in (self.run_dir / "weights").glob("v*"):
+                if old.name != f"v{current}":
+                    await asyncio.to_thread(shutil.rmtree, old, True)
         oldest_needed = current - self.cfg.max_staleness
         if oldest_needed <= 1:
             return  # no adapter is old enough yet

@@ -1,0 +1,39 @@
+"""A full-weights run refuses a policy server that cannot reload weights, before it samples anything.
+
+The stand-in has vLLM's adapter routes but no dev-mode ``/collective_rpc`` (vLLM started without
+``HALO_POLICY_WEIGHT_RELOAD``). The sync itself against a real vLLM: tests/policy/test_weight_sync.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import pytest
+import redis.asyncio as aioredis
+
+from halo.settings.trainer import LearnerConfig
+from halo_trainer.learner import Learner
+from halo_trainer.loop import WeightReloadUnavailable
+from tests.trainer.loop_harness import episode, make_loop, run_with_worker
+
+
+async def test_a_full_weights_run_refuses_a_vllm_without_weight_reload(clean_redis, vllm_admin, base_model, tmp_path):
+    r = aioredis.Redis.from_url(clean_redis)
+    loop = make_loop(r, tmp_path / "run", vllm_admin.url, base_model, episodes=4)
+    cfg = LearnerConfig(
+        learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_completion_tokens=8, full_weights=("vision_merger",)
+    )
+    loop.learner = Learner(copy.deepcopy(base_model), cfg)
+    played = []
+
+    async def play(job):
+        played.append(job)
+        return episode(job)
+
+    with pytest.raises(WeightReloadUnavailable, match="HALO_POLICY_WEIGHT_RELOAD"):
+        await run_with_worker(loop, play)
+    await asyncio.sleep(0)
+    assert played == []  # refused before any job went out
+    assert vllm_admin.loads == []
+    await r.aclose()
