@@ -123,8 +123,8 @@ class RunManager:
     async def create(self, spec: RunSpec) -> RunStatus:
         """Check the request, choose its tasks, write its folder and start training it.
 
-        Raises ``RunRefused`` for settings the run cannot use (a tracker not installed, a critic not
-        built: 422), while another run trains (409), and when the task set cannot be made
+        Raises ``RunRefused`` for settings the run cannot use (a tracker not installed, an openai
+        critic without its key: 422), while another run trains (409), and when the task set cannot be made
         (``choose_tasks``: 422 or 503).
         """
         if absent := missing_trackers(spec.report_to or []):
