@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from halo.clients import EnvClient, RewardClient
-from halo.policy_client import Candidate, PolicyClient
+from halo.policy_client import Candidate, PolicyClient, SampleAborted
 from halo.schemas import (
     BranchPolicy,
     EpisodeSummary,
@@ -47,7 +47,7 @@ from halo.schemas import (
     StepResponse,
     Transition,
 )
-from halo.transport import CallError
+from halo.transport import CallError, NotFound
 
 logger = logging.getLogger("halo.trainer.rollout")
 
@@ -207,18 +207,29 @@ async def sample_candidates(
 ):
     """Ask the policy for n candidates at obs; return them, the prompt record and the policy version."""
     png = await svc.env.screenshot(obs.screenshot.sha256)
-    version = await svc.current_policy(job.run_id) if job.purpose != "eval" else job.policy
     seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
-    result = await svc.policy.sample_actions(
-        png,
-        obs.goal,
-        history,
-        n=n,
-        temperature=job.temperature,
-        seed=seed,
-        model=version.adapter_name,
-        sampling=job.sampling,
-    )
+    for attempt in range(3):
+        version = await svc.current_policy(job.run_id) if job.purpose != "eval" else job.policy
+        try:
+            result = await svc.policy.sample_actions(
+                png,
+                obs.goal,
+                history,
+                n=n,
+                temperature=job.temperature,
+                seed=seed,
+                model=version.adapter_name,
+                sampling=job.sampling,
+            )
+            break
+        except (SampleAborted, NotFound):
+            # A full-weights run replaced the weights under this version (PolicyClient.publish_weights):
+            # nothing was sampled; ask again with the version now current. Eval jobs keep theirs.
+            if job.purpose == "eval" or attempt == 2:
+                raise
+            logger.info(
+                "job %s step %d: %s retired by a weight sync; sampling again", job.job_id, step, version.adapter_name
+            )
     prompt = PromptRecord(
         goal=obs.goal,
         history=list(history),
