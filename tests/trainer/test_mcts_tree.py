@@ -239,6 +239,24 @@ def test_pairs_use_the_composite_q_after_search() -> None:
         assert pair.chosen == {"a": a, "b": b}[expected]
 
 
+def test_an_unvisited_terminal_child_is_valued_by_its_known_outcome() -> None:
+    # Seen in a fixed-target run: a keyboard answer that succeeded, never visited, had q = its critic
+    # score 0.3 and was the rejected action against a failed click near the button (critic 0.9).
+    tree = new_tree(alpha=0.5)
+    near_miss = child(tree, 0, 1, 0.9, terminal=True, success=False)
+    success = child(tree, 0, 2, 0.3, terminal=True, success=True)
+    open_child = child(tree, 0, 3, 0.2)  # not terminal: nothing known yet, the critic alone
+    assert tree.node(success).q == pytest.approx(0.5 * 1.0 + 0.5 * 0.3)
+    assert tree.node(near_miss).q == pytest.approx(0.5 * 0.0 + 0.5 * 0.9)
+    assert tree.node(open_child).q == pytest.approx(0.2)
+    assert all(tree.node(i).q_mcts is None and tree.node(i).visits == 0 for i in (near_miss, success, open_child))
+    tree.backup(near_miss, 0.0)
+    pairs = [(p.chosen, p.rejected) for p in tree.preference_pairs(0.1)]
+    assert (success, near_miss) in pairs and all(rejected != success for _, rejected in pairs)
+    tree.backup(success, 1.0)  # the first visit backs up the same value: q does not move
+    assert tree.node(success).q_mcts == 1.0 and tree.node(success).q == pytest.approx(0.65)
+
+
 def test_best_path_follows_visits_then_composite_q() -> None:
     tree = new_tree()
     a, b, c = child(tree, 0, 1, 0.1), child(tree, 0, 2, 0.9), child(tree, 0, 3, 0.5)

@@ -15,7 +15,9 @@ search driver does, and calls these in the order of a simulation:
 
 The composite value is ``q = alpha * q_mcts + (1 - alpha) * q_critic``. An unvisited node has no
 ``q_mcts``; its ``q`` is the critic's score alone, so the critic orders children nobody has tried
-yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice). After the search, each
+yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice), except a terminal
+child, whose outcome is known when it is created: its ``q`` takes its success (1/0) in place of
+``q_mcts``. After the search, each
 explored node whose children's ``q`` differ by at least ``theta`` gives preference pairs
 (``preference_pairs``), and ``best_path`` follows the most visited children.
 """
@@ -222,11 +224,21 @@ class Tree:
             terminal=terminal,
             success=success,
             q_critic=q_critic,
-            q=composite_q(None, q_critic, self.record.alpha),
+            q=self._first_q(terminal, success, q_critic),
         )
         self.record.nodes.append(child)
         parent.children[key] = child.id
         return child
+
+    def _first_q(self, terminal: bool, success: bool | None, q_critic: float | None) -> float:
+        """The composite of a child nobody has visited. A terminal child's outcome is already known
+        (the episode ended there with the task's verdict), so its composite takes that outcome as its
+        search value; otherwise an unvisited success ranks by the critic alone, below a failed click
+        the critic liked that happened to be visited, and becomes the rejected action of a pair.
+        ``q_mcts`` stays None (no return was backed up); the first visit sets it to the backed-up value."""
+        if terminal:
+            return composite_q(float(bool(success)), q_critic, self.record.alpha)
+        return composite_q(None, q_critic, self.record.alpha)
 
     # --- backup --------------------------------------------------------------------------------
 
