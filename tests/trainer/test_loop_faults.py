@@ -141,8 +141,10 @@ async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_
     finally:
         worker_stop.set()
         await worker
-    # The two jobs of the first round failed; nothing more was sent to a vLLM that was not there.
-    assert loop.c.jobs_published == len(seen) == loop.cfg.jobs_per_update == loop.c.infra_failed_jobs
+    # The jobs of the first round (this update's and, prefetched, the next's) failed; nothing more was
+    # sent to a vLLM that was not there.
+    first_round = loop.cfg.jobs_per_update * (1 + loop.cfg.prefetch_updates)
+    assert loop.c.jobs_published == len(seen) == first_round == loop.c.infra_failed_jobs
     await redis.aclose()
 
 

@@ -41,7 +41,14 @@ GOAL = "Click the OK button."
 
 
 def mcts_loop(
-    redis: aioredis.Redis, run_dir: Path, policy_url: str, base_model, processor, checkpoint_every: int = 1, **spec
+    redis: aioredis.Redis,
+    run_dir: Path,
+    policy_url: str,
+    base_model,
+    processor,
+    checkpoint_every: int = 1,
+    prefetch_updates: int | None = None,
+    **spec,
 ) -> MctsLoop:
     settings = TrainerSettings(outage_wait_s=60, job_claim_idle_s=30)
     run_spec = RunSpec(domain="playground", algorithm="mcts", eval_every=0, eval_episodes=0, **spec)
@@ -49,6 +56,8 @@ def mcts_loop(
     # Hand-made completions are not tool calls: no grammar to replay for them.
     sampling = cfg.sampling.model_copy(update={"structured_outputs": "off"})
     cfg = cfg.model_copy(update={"sampling": sampling, "checkpoint_every": checkpoint_every})
+    if prefetch_updates is not None:
+        cfg = cfg.model_copy(update={"prefetch_updates": prefetch_updates})
     return MctsLoop(
         cfg,
         redis=redis,
@@ -159,7 +168,9 @@ async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search
     redis = aioredis.from_url(clean_redis)
     run_dir = tmp_path / "run"
     png = noise_png(64, 64, seed=1)
-    spec = {"episodes": 8, "searches_per_iteration": 2, "checkpoint_every": 2}
+    # Synchronous, so the searches the dead loop asked for are exactly those of its updates (with
+    # prefetch it asks for the next iteration's too: tests/trainer/test_loop_routing.py's crash test).
+    spec = {"episodes": 8, "searches_per_iteration": 2, "checkpoint_every": 2, "prefetch_updates": 0}
     first = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
     shot = first.store.put(png)
     sampling = first.cfg.sampling

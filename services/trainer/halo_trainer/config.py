@@ -36,6 +36,10 @@ class RunConfig(BaseModel):
     clip_eps: float
     epochs_per_batch: int
     jobs_per_update: int
+    # Runs saved before this field resume as they ran: synchronously.
+    prefetch_updates: int = Field(
+        0, ge=0, description="Updates' worth of jobs kept in flight beyond the current one; 0 = synchronous"
+    )
     max_grad_norm: float
     use_behaviour_logprobs: bool
     group_mode: GroupMode

@@ -4,7 +4,9 @@
     serve the current adapter; evaluate the starting policy
     while episodes remain and nobody asked to stop:
         until `jobs_per_update` results are in:                          (Redis results stream)
-            keep that many jobs in flight for the workers                (Redis job stream)
+            keep that many jobs in flight for the workers, plus           (Redis job stream)
+                `prefetch_updates` updates' worth more: those keep the workers sampling
+                while the learner updates (0 = synchronous: workers idle during updates)
             a job that failed on infrastructure is replaced, not counted; while nothing
                 succeeds the replacements slow down (1 s, doubling to 10 s), wait for vLLM
                 and load the current adapter into it again; after `outage_wait_s` the run fails
@@ -257,12 +259,22 @@ class RunLoop:
         Jobs are topped up inside the wait, so a job that fails is replaced while the loop waits
         and the wait never depends on jobs that no longer exist. Eval results are set aside for
         ``_evaluate``.
+
+        With ``prefetch_updates`` k > 0, the jobs of the next k updates are published too: they
+        are still in flight (or their results buffered) when this returns, so the workers keep
+        sampling while the learner updates, publishes and evaluates (the asynchronous pipeline).
+        Their transitions record the version that sampled them; those older than
+        ``max_staleness`` are dropped by ``select_groups``, and the importance ratio against the
+        behaviour log-probs corrects the rest. k = 0 is the synchronous loop: no job is in flight
+        during an update. Either way no more jobs go out than the episode budget needs.
         """
+        ahead = count * (1 + self.cfg.prefetch_updates)
         while not stop.is_set():
-            target = min(count, self._jobs_needed())
+            needed = self._jobs_needed()
+            target = min(count, needed)
             if len(self.buffer) >= target:
                 break
-            await self._top_up_jobs(target)
+            await self._top_up_jobs(min(ahead, needed))
             for d in await self.results.consume(LEARNER, count=count, block_ms=1000):
                 await self._route(d)
         taken, self.buffer = self.buffer[:count], self.buffer[count:]
