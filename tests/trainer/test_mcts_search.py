@@ -239,10 +239,11 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
     sampling = SamplingParams(max_tokens=64, structured_outputs="regex", history_limit=8, viewport=Viewport())
     job = job_for("run-mcts", task_id="local.playground-7", seed=3, max_steps=3, sampling=sampling)
     try:
-        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3), tmp_path)
+        # Agent Q's self-critique by the served model: one grammar-constrained ranking per expansion.
+        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3, critic="self"), tmp_path)
         tree = result.tree
 
-        assert result.infra_errors == 0
+        assert result.infra_errors == 0 and result.critic_failures == 0
         assert tree.record.simulations == 3
         assert len(tree.record.nodes) > 1 and tree.root.prompt_token_ids
         assert tree.record.env_steps > 0
