@@ -49,6 +49,29 @@ def test_sampling_comes_from_the_run_defaults_and_the_profile():
     assert RunConfig.model_validate(json.loads(tiny.model_dump_json())) == tiny
 
 
+def test_full_weights_default_to_lora_only_and_the_request_chooses_them():
+    defaults = load_defaults("configs/rl_config.yaml")
+    for profile in (None, "tiny"):
+        cfg = resolve(RunSpec(domain="playground"), "r7", ["t"], defaults, profile)
+        assert cfg.full_weights == [] and cfg.learner_config(LearnerConfig()).full_weights == ()
+    # a tenth of each profile's LoRA rate
+    assert resolve(RunSpec(domain="playground"), "r8", ["t"], defaults, None).full_weights_lr == pytest.approx(1e-7)
+    assert resolve(RunSpec(domain="playground"), "r9", ["t"], defaults, "tiny").full_weights_lr == pytest.approx(1e-3)
+    spec = RunSpec(domain="playground", full_weights=["vision_merger", "model.visual.blocks.1"], full_weights_lr=5e-4)
+    cfg = resolve(spec, "r10", ["t"], defaults, "tiny")
+    learner = cfg.learner_config(LearnerConfig())
+    assert learner.full_weights == ("vision_merger", "model.visual.blocks.1") and learner.full_weights_lr == 5e-4
+    assert RunConfig.model_validate(json.loads(cfg.model_dump_json())) == cfg
+    # a run saved before the setting existed resumes LoRA only
+    old = json.loads(cfg.model_dump_json())
+    del old["full_weights"], old["full_weights_lr"]
+    assert RunConfig.model_validate(old).full_weights == []
+    with pytest.raises(ValidationError, match="neither a preset"):
+        RunSpec(domain="playground", full_weights=["vision_tower"])
+    with pytest.raises(ValidationError, match="neither a preset"):
+        RunConfig.model_validate({**old, "full_weights": ["visual"]})
+
+
 def test_a_grammar_the_learner_cannot_replay_is_refused():
     defaults = load_defaults("configs/rl_config.yaml")
     defaults["sampling"] = {**defaults["sampling"], "structured_outputs": "json"}

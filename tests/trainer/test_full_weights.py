@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,9 @@ from halo.schemas import RunSpec
 from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
 from halo_model.loading import load_model, load_processor
+from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.learner import Learner
+from tests.conftest import free_port
 from tests.trainer.test_learner import config, group_batch, tiny_model
 
 MERGER = ("model.visual.merger.", "model.visual.deepstack_merger_list.")
@@ -202,3 +207,90 @@ def test_learner_config_full_weights_belong_to_runs() -> None:
     assert LearnerConfig().full_weights == ()
     with pytest.raises(ValueError, match="full_weights"):
         TrainerSettings(learner=LearnerConfig(full_weights=("vision",)))
+
+
+# --- checkpoints -------------------------------------------------------------------------------
+
+FULL = {"full_weights": ("vision_merger", "vision_last_blocks"), "full_weights_lr": 1e-3, "warmup_steps": 3}
+
+
+def optimizer_state(learner: Learner) -> dict[str, torch.Tensor]:
+    """AdamW's moments of every trained parameter, by the parameter's PEFT name."""
+    names = {id(p): n for n, p in learner.model.named_parameters()}
+    out = {}
+    for param, state in learner.optimizer.state.items():
+        for key, value in state.items():
+            out[f"{names[id(param)]}:{key}"] = value.detach().clone()
+    return out
+
+
+def test_a_checkpoint_restores_full_weights_and_their_optimizer_state_exactly(base_model, processor, tmp_path) -> None:
+    manager = CheckpointManager(tmp_path)
+    original = Learner(tiny_model(base_model), config(**FULL))
+    for _ in range(2):
+        original.update(group_batch(processor, [1.0, -1.0]))
+    saved = manager.save(original, config={"run_id": "run-test"})
+    assert saved.full_weight_names() == sorted(original.full_weight_names())
+
+    restored = Learner(tiny_model(base_model), config(**FULL))
+    manager.restore(restored, manager.load_latest())
+    expected, got = original.trainable_state(), restored.trainable_state()
+    assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
+    expected_opt, got_opt = optimizer_state(original), optimizer_state(restored)
+    assert any(".visual." in k for k in expected_opt)
+    assert expected_opt.keys() == got_opt.keys() and all(torch.equal(expected_opt[k], got_opt[k]) for k in expected_opt)
+    assert [g["lr"] for g in restored.optimizer.param_groups] == [g["lr"] for g in original.optimizer.param_groups]
+
+    # one more update from each: the same metrics and the same parameters, bit for bit
+    batch = group_batch(processor, [0.5, -1.0, 0.5])
+    assert restored.update(batch) == original.update(batch)
+    expected, got = original.trainable_state(), restored.trainable_state()
+    assert all(torch.equal(expected[k], got[k]) for k in expected)
+    # and the test can tell: a learner restored without the full weights takes another step
+    lora_only = Learner(tiny_model(base_model), config(**FULL))
+    lora_only.load_adapter(saved.adapter_dir)
+    lora_only.optimizer.load_state_dict(torch.load(saved.path / "optimizer.pt", weights_only=True)["optimizer"])
+    lora_only.update(batch)
+    other = lora_only.trainable_state()
+    assert not all(torch.equal(other[k], expected[k]) for k in expected)
+
+
+def test_a_checkpoint_of_other_full_weights_is_refused(base_model, tmp_path) -> None:
+    lora_dir, full_dir = tmp_path / "lora", tmp_path / "full"
+    CheckpointManager(lora_dir).save(Learner(tiny_model(base_model), config()), config={})
+    CheckpointManager(full_dir).save(Learner(tiny_model(base_model), config(**FULL)), config={})
+    assert not (lora_dir / "ckpt-0" / "full_weights").exists()
+
+    # a LoRA-only checkpoint still loads into a LoRA-only learner
+    CheckpointManager(lora_dir).resume(Learner(tiny_model(base_model), config()))
+    cases = [
+        (lora_dir, config(**FULL), "trained LoRA only, this learner trains LoRA and"),
+        (full_dir, config(), "this learner trains LoRA only"),
+        (full_dir, config(full_weights=("vision",)), "full-weight parameters"),
+    ]
+    for root, cfg, match in cases:
+        learner = Learner(tiny_model(base_model), cfg)
+        before = learner.trainable_state()
+        with pytest.raises(ValueError, match=match):
+            CheckpointManager(root).resume(learner)
+        after = learner.trainable_state()
+        assert learner.step == 0 and all(torch.equal(before[k], after[k]) for k in before)
+
+
+# --- the command line --------------------------------------------------------------------------
+
+
+def test_halo_train_full_weights_flag(tmp_path) -> None:
+    """An unknown name stops before anything is sent; comma-separated and repeated names pass the
+    request's validation (and then find no trainer on a closed port)."""
+    env = {**os.environ, "HALO_TRAINER_PORT": str(free_port())}
+    halo = [sys.executable, "-m", "halo.cli.main", "train", "--domain", "playground", "--no-stack"]
+    bad = subprocess.run([*halo, "--full-weights", "vision_tower"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "neither a preset" in bad.stderr
+    good = subprocess.run(
+        [*halo, "--full-weights", "vision_merger,vision_last_blocks", "--full-weights", "model.visual.blocks.0"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert good.returncode == 1 and "not reachable" in good.stderr, good.stderr

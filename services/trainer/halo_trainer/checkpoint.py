@@ -3,6 +3,10 @@
 A checkpoint is a directory ``ckpt-<step>`` holding
 
 * ``adapter/``: the LoRA adapter exactly as vLLM loads it (a resumed run can serve it directly),
+* ``full_weights/``: only when the run trains base-model modules in full (``full_weights``): those
+  parameters as safetensors in the learner's own dtype (``Learner.save_base_weights(trained_only=True)``);
+  a checkpoint without it comes from a LoRA-only run, and restoring it into a learner that trains full
+  weights (or the other way round, or other modules) is refused,
 * ``optimizer.pt``: AdamW's state and the learning-rate scheduler's, ``rng.pt``: Python, NumPy and
   torch (CPU and CUDA) random states,
 * ``config.json``: the resolved run configuration, ``extra.json``: the caller's state (stream
@@ -59,6 +63,20 @@ class Checkpoint:
     @property
     def adapter_dir(self) -> Path:
         return self.path / "adapter"
+
+    @property
+    def full_weights_dir(self) -> Path:
+        return self.path / "full_weights"
+
+    def full_weight_names(self) -> list[str]:
+        """The base-model parameters this checkpoint holds trained values of ([] for a LoRA-only run)."""
+        from safetensors import safe_open
+
+        names: list[str] = []
+        for file in sorted(self.full_weights_dir.glob("*.safetensors")):
+            with safe_open(str(file), "pt") as f:
+                names.extend(f.keys())
+        return sorted(names)
 
 
 def _fsync_path(path: Path) -> None:
@@ -124,6 +142,12 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _describe(full_weight_names: list[str]) -> str:
+    if not full_weight_names:
+        return "LoRA only"
+    return f"LoRA and {len(full_weight_names)} full-weight parameters ({full_weight_names[0]}, ...)"
+
+
 class CheckpointManager:
     """Saves and finds the checkpoints of one run under ``root`` (see the module docstring)."""
 
@@ -150,6 +174,11 @@ class CheckpointManager:
         for path in (tmp / "adapter").iterdir():
             _fsync_path(path)
         _fsync_path(tmp / "adapter")
+        if learner.full_weight_names():
+            learner.save_base_weights(tmp / "full_weights", trained_only=True)
+            for path in (tmp / "full_weights").iterdir():
+                _fsync_path(path)
+            _fsync_path(tmp / "full_weights")
         _torch_save(
             tmp / "optimizer.pt",
             {"optimizer": learner.optimizer.state_dict(), "scheduler": learner.scheduler.state_dict()},
@@ -196,8 +225,18 @@ class CheckpointManager:
         return None
 
     def restore(self, learner: Learner, checkpoint: Checkpoint) -> None:
-        """Put the learner (built with the same base model and config) and the RNGs back to the checkpoint."""
+        """Put the learner (built with the same base model and config) and the RNGs back to the checkpoint.
+
+        ValueError, learner untouched, when the checkpoint trained other full-weight modules."""
+        saved, wanted = checkpoint.full_weight_names(), sorted(learner.full_weight_names())
+        if saved != wanted:
+            raise ValueError(
+                f"{checkpoint.path} trained {_describe(saved)}, this learner trains {_describe(wanted)} "
+                f"(full_weights={list(learner.config.full_weights)}): resume it with the run's own full_weights"
+            )
         learner.load_adapter(checkpoint.adapter_dir)
+        if saved:
+            learner.load_base_weights(checkpoint.full_weights_dir)
         state = torch.load(checkpoint.path / "optimizer.pt", map_location=learner.device, weights_only=True)
         learner.optimizer.load_state_dict(state["optimizer"])
         learner.scheduler.load_state_dict(state["scheduler"])

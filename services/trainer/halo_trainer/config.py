@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams, TrackerName
+from halo.schemas.runs import check_full_weights
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 from halo_trainer.mcts.settings import MCTSConfig
@@ -54,6 +55,13 @@ class RunConfig(BaseModel):
     lora_r: int
     lora_alpha: float
     lora_target_modules: list[str]
+    # Runs saved before these fields resume as they ran: LoRA only.
+    full_weights: list[str] = Field(
+        default_factory=list,
+        description="Base-model modules trained in full beside the adapter: presets or HF module names "
+        "(halo_model.full_weights); [] = LoRA only",
+    )
+    full_weights_lr: float = Field(1e-7, gt=0, le=1.0, description="AdamW learning rate of the full-weight modules")
     sampling: SamplingParams = Field(description="How the policy is asked; every job and transition carries it")
     report_to: list[TrackerName] = Field(description="Experiment trackers the metrics also go to")
     record_episodes_every: int = Field(
@@ -68,6 +76,11 @@ class RunConfig(BaseModel):
         if "none" in names and len(names) > 1:
             raise ValueError(f"report_to {names}: 'none' cannot be combined with a tracker")
         return list(dict.fromkeys(n for n in names if n != "none"))
+
+    @field_validator("full_weights")
+    @classmethod
+    def _full_weight_names(cls, names: list[str]) -> list[str]:
+        return check_full_weights(names)
 
     @field_validator("sampling")
     @classmethod
@@ -90,6 +103,8 @@ class RunConfig(BaseModel):
                 "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha,
                 "lora_target_modules": tuple(self.lora_target_modules),
+                "full_weights": tuple(self.full_weights),
+                "full_weights_lr": self.full_weights_lr,
                 # Dr. GRPO's constant normaliser is the sampler's completion budget.
                 "max_completion_tokens": self.sampling.max_tokens,
             }
@@ -125,9 +140,11 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
     """Defaults from rl_config.yaml, overridden by the profile (e.g. ``tiny``), then by the spec."""
     grpo = dict(defaults["grpo"])
     lora = dict(defaults["lora"])
+    full = dict(defaults["full_weights"])
     if profile:
         prof = _profile(defaults, profile)
         lora.update(prof.pop("lora", {}))
+        full.update(prof.pop("full_weights", {}))
         prof.pop("sampling", None)
         prof.pop("mcts", None)
         grpo.update(prof)
@@ -143,6 +160,10 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         "eval_episodes": spec.eval_episodes,
     }
     grpo.update({k: v for k, v in overrides.items() if v is not None})
+    if spec.full_weights is not None:
+        full["modules"] = spec.full_weights
+    if spec.full_weights_lr is not None:
+        full["lr"] = spec.full_weights_lr
     grpo["episodes"] = spec.episodes
     mcts = None
     if spec.algorithm is Algorithm.MCTS:
@@ -167,6 +188,8 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         lora_r=lora["r"],
         lora_alpha=lora["alpha"],
         lora_target_modules=list(lora["target_modules"]),
+        full_weights=list(full["modules"]),
+        full_weights_lr=full["lr"],
         sampling=sampling_for(defaults, profile),
         report_to=tracking["report_to"],
         record_episodes_every=tracking["record_episodes_every"],

@@ -129,6 +129,13 @@ def train(
     eval_every: int = typer.Option(None, help="Updates between held-out evaluations (0 = never)"),
     eval_episodes: int = typer.Option(None, help="Greedy episodes per evaluation"),
     seed: int = typer.Option(0),
+    full_weights: list[str] = typer.Option(
+        None,
+        "--full-weights",
+        help="Base-model modules trained in full beside the LoRA adapter (repeatable or comma-separated): "
+        "vision_merger, vision_last_blocks, vision, all, or HF module names such as model.visual.blocks.26",
+    ),
+    full_weights_lr: float = typer.Option(None, "--full-weights-lr", help="Learning rate of those modules"),
     name: str = typer.Option("", help="Run name prefix"),
     report_to: list[str] = typer.Option(
         None, "--report-to", help="Experiment trackers (repeatable): none, tensorboard, wandb, trackio, mlflow"
@@ -162,6 +169,8 @@ def train(
         "eval_every": eval_every,
         "eval_episodes": eval_episodes,
         "seed": seed,
+        "full_weights": [n.strip() for entry in full_weights or [] for n in entry.split(",") if n.strip()] or None,
+        "full_weights_lr": full_weights_lr,
         "name": name,
         "report_to": report_to or None,
         "searches_per_iteration": searches_per_iteration,
