@@ -1,0 +1,261 @@
+"""Training loop: env steps per second of a short fixed-target GRPO run, synchronous against asynchronous.
+
+Issue 17, goal 5: the loop's env steps per second on the fixed-target task at least 5x the issue's
+0.025 episodes/s, and the asynchronous pipeline (workers sampling while the learner updates) at
+least 2x a synchronous mode of the same loop, both measured in one bench.
+
+Starts a private stack (clone server, env, reward, vLLM on the CPU and its own redis-server; the
+trainer service is not started) on its own ports and data folder, then runs the trainer's own
+``RunLoop`` and rollout workers (``halo_trainer.worker.work``, as many as the trainer runs) in this
+process, as the trainer service does, once per mode:
+
+- synchronous: ``prefetch_updates = 0``, the workers wait while the learner updates, publishes the
+  adapter, evaluates and checkpoints;
+- asynchronous: ``prefetch_updates = 1``, the next update's jobs stay in flight meanwhile.
+
+Same task (``local.playground-1``), episodes, seeds and evaluation (the tiny profile, N=8 step
+groups, 4 jobs per update, eval every 3 updates on 4 held-out seeds, the README's fixed-target
+command); a fresh run (run id, learner from the base weights) each. A short warm-up run first
+pays the stack's first-use costs (vLLM's first requests, Chromium's first contexts) for neither
+mode. Env steps are the training candidates executed (one env ``/step`` each; evaluation episodes
+are not counted); the wall time is the whole ``RunLoop.run``, baseline and later evaluations
+included, as in a real run.
+
+    .venv/bin/python bench/bench_loop.py [--episodes 16] [--warmup-episodes 4] [--base-port 9200] [--redis-port 9279]
+
+Writes bench/results/loop.json and prints a summary. The machine's cores are shared with whatever
+else runs: the ratio of the two modes, measured minutes apart, is what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import os
+import platform
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "local.playground-1"
+BASELINE_EPISODES_PER_S = 0.025  # issue 17's figure for the loop before its work
+GOALS = {"episodes_per_s_vs_baseline": 5.0, "async_vs_sync_env_steps_per_s": 2.0}
+SERVICES = ("sites", "env", "reward", "policy")
+
+
+def stack_env(base: int, redis_port: int, data_dir: Path, model: str) -> dict[str, str]:
+    """The private stack's settings (docs/stack.md): own ports, own Redis, own data folder, the shared tiny model."""
+    url = {name: f"http://127.0.0.1:{base + i}" for i, name in enumerate(("sites", "env", "reward", "policy"))}
+    return {
+        "HALO_DATA_DIR": str(data_dir),
+        "HALO_STACK_REDIS_PORT": str(redis_port),
+        "HALO_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "HALO_SITES_PORT": str(base),
+        "HALO_ENV_PORT": str(base + 1),
+        "HALO_REWARD_PORT": str(base + 2),
+        "HALO_POLICY_PORT": str(base + 3),
+        "HALO_TRAINER_PORT": str(base + 4),
+        "HALO_ENV_SITES_URL": url["sites"],
+        "HALO_TRAINER_ENV_URL": url["env"],
+        "HALO_TRAINER_REWARD_URL": url["reward"],
+        "HALO_TRAINER_POLICY_URL": url["policy"],
+        # The tiny model lives in the default data folder; this stack's folder would build another copy.
+        "HALO_POLICY_MODEL": model,
+        "HALO_TRAINER_MODEL": model,
+    }
+
+
+def halo(env: dict[str, str], *args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "halo.cli.main", *args], env=env, cwd=ROOT, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"halo {' '.join(args)} failed ({done.returncode})")
+
+
+async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor) -> dict:
+    """One fresh fixed-target run in ``mode``; what it did and how long it took."""
+    import redis.asyncio as aioredis
+
+    from halo.schemas import RunSpec
+    from halo.screenshots import ScreenshotStore
+    from halo.settings.trainer import TrainerSettings
+    from halo_trainer.config import load_defaults, resolve
+    from halo_trainer.learner import Learner
+    from halo_trainer.loop import RunLoop
+    from halo_trainer.worker import make_services, work
+
+    class CountingLoop(RunLoop):
+        """The run loop, counting the training env steps it learns from and when each update ends."""
+
+        env_steps = 0
+        update_ends: list[float] = []
+
+        async def _update(self, results):
+            self.env_steps += sum(
+                1 for d in results for t in d.message.transitions if t.action is not None and not t.infra_error
+            )
+            return await super()._update(results)
+
+        async def _close_update(self, metrics):
+            await super()._close_update(metrics)
+            self.update_ends.append(time.monotonic())
+
+    settings = TrainerSettings()
+    run_id = f"bench-loop-{mode}-{secrets.token_hex(3)}"
+    spec = RunSpec(domain="playground", tasks=[TASK], episodes=episodes, eval_every=3, eval_episodes=4)
+    cfg = resolve(spec, run_id, [TASK], load_defaults(settings.rl_config), "tiny")
+    cfg = cfg.model_copy(update={"prefetch_updates": prefetch})
+    redis = aioredis.from_url(settings.redis_url)
+    services = make_services(settings, redis)
+    loop = CountingLoop(
+        cfg,
+        redis=redis,
+        policy=services.policy,
+        learner=Learner(copy.deepcopy(base_model), cfg.learner_config(settings.learner)),
+        processor=processor,
+        store=ScreenshotStore(settings.screenshots_dir),
+        run_dir=settings.runs_dir / run_id,
+        settings=settings,
+    )
+    loop.update_ends = []
+    stop_workers = asyncio.Event()
+    workers = [
+        asyncio.create_task(work(f"bench-worker-{i}", redis, services, settings, stop_workers))
+        for i in range(settings.rollout_workers)
+    ]
+    started = time.monotonic()
+    try:
+        outcome = await loop.run(asyncio.Event())
+    finally:
+        wall = time.monotonic() - started
+        stop_workers.set()
+        for w in workers:  # a worker in the middle of a job (none after a finished run) is not waited for
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for client in (services.env, services.reward, services.policy):
+            await client.aclose()
+        await redis.aclose()
+    metrics = [json.loads(x) for x in (settings.runs_dir / run_id / "metrics.jsonl").read_text().splitlines()]
+    evals = [json.loads(x) for x in (settings.runs_dir / run_id / "eval.jsonl").read_text().splitlines()]
+    first_update = loop.update_ends[0] - started if loop.update_ends else float("nan")
+    steady = loop.update_ends[-1] - loop.update_ends[0] if len(loop.update_ends) > 1 else float("nan")
+    return {
+        "run_id": run_id,
+        "outcome": outcome,
+        "prefetch_updates": prefetch,
+        "rollout_workers": settings.rollout_workers,
+        "updates": loop.c.updates,
+        "episodes": loop.c.episodes_done,
+        "env_steps": loop.env_steps,
+        "jobs_published": loop.c.jobs_published,
+        "infra_failed_jobs": loop.c.infra_failed_jobs,
+        "wall_s": round(wall, 1),
+        "env_steps_per_s": round(loop.env_steps / wall, 3),
+        "episodes_per_s": round(loop.c.episodes_done / wall, 4),
+        "s_per_update": round(wall / max(loop.c.updates, 1), 1),
+        # Without the start (baseline evaluation, first jobs): updates 2..n, what a long run sustains.
+        "s_per_update_after_first": round(steady / (len(loop.update_ends) - 1), 1)
+        if len(loop.update_ends) > 1
+        else None,
+        "first_update_s": round(first_update, 1),
+        "learner_update_s_median": round(statistics.median(m["train/update_s"] for m in metrics), 2),
+        "job_s_median": round(statistics.median(m["rollout/job_s"] for m in metrics if "rollout/job_s" in m), 1),
+        "staleness_mean": round(statistics.fmean(m.get("rollout/staleness", 0.0) for m in metrics), 2),
+        "dropped_stale": sum(int(m.get("rollout/dropped_stale", 0)) for m in metrics),
+        "sample_success_rate_last_update": metrics[-1].get("rollout/sample_success_rate"),
+        "eval_success_rate": [(e["update"], e["eval/success_rate"]) for e in evals],
+    }
+
+
+async def measure(args: argparse.Namespace) -> dict:
+    from halo.settings.trainer import TrainerSettings
+    from halo_model.loading import load_model, load_processor
+
+    settings = TrainerSettings()
+    base_model = await asyncio.to_thread(load_model, settings.model, device="cpu")
+    processor = await asyncio.to_thread(load_processor, settings.model)
+    runs: dict[str, dict] = {}
+    if args.warmup_episodes:
+        warm = await one_run("warmup", 1, args.warmup_episodes, base_model, processor)
+        print(f"  warm-up: {warm['episodes']} episodes in {warm['wall_s']} s")
+    for mode, prefetch in (("sync", 0), ("async", 1)):
+        runs[mode] = await one_run(mode, prefetch, args.episodes, base_model, processor)
+        r = runs[mode]
+        print(
+            f"  {mode}: {r['episodes']} episodes, {r['env_steps']} env steps in {r['wall_s']} s "
+            f"({r['env_steps_per_s']} steps/s, {r['episodes_per_s']} episodes/s, {r['s_per_update']} s/update)"
+        )
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=16, help="training episodes per mode (4 per update)")
+    parser.add_argument("--warmup-episodes", type=int, default=4, help="a first run that neither mode is charged")
+    parser.add_argument("--base-port", type=int, default=9200, help="sites; env, reward, policy on the next ports")
+    parser.add_argument("--redis-port", type=int, default=9279)
+    args = parser.parse_args()
+
+    from halo_model.resolution import resolve_model
+
+    model = resolve_model(None, "cpu", build=True)  # the tiny model of the default data folder
+    data_dir = ROOT / "var" / "bench-loop"
+    env = {**os.environ, **stack_env(args.base_port, args.redis_port, data_dir, model)}
+    os.environ.update(env)  # this process's trainer settings read the same variables
+    load_start = os.getloadavg()[0]
+    halo(env, "stack", "up", *[a for s in SERVICES for a in ("-s", s)])
+    try:
+        runs = asyncio.run(measure(args))
+    finally:
+        halo(env, "stack", "down")
+    sync, asyn = runs["sync"], runs["async"]
+    ratios = {
+        "async_vs_sync_env_steps_per_s": round(asyn["env_steps_per_s"] / sync["env_steps_per_s"], 3),
+        "async_vs_sync_episodes_per_s": round(asyn["episodes_per_s"] / sync["episodes_per_s"], 3),
+        "sync_episodes_per_s_vs_baseline": round(sync["episodes_per_s"] / BASELINE_EPISODES_PER_S, 2),
+        "async_episodes_per_s_vs_baseline": round(asyn["episodes_per_s"] / BASELINE_EPISODES_PER_S, 2),
+    }
+    results = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_1m_start": round(load_start, 1),
+            "load_average_1m_end": round(os.getloadavg()[0], 1),  # other work on the machine inflates every time
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "settings": {
+            "task": TASK,
+            "episodes": args.episodes,
+            "warmup_episodes": args.warmup_episodes,
+            "profile": "tiny",
+            "eval": "every 3 updates, 4 held-out seeds",
+        },
+        "baseline_episodes_per_s": BASELINE_EPISODES_PER_S,
+        "goals": GOALS,
+        "runs": runs,
+        "ratios": ratios,
+        "goals_met": {
+            "episodes_per_s_vs_baseline": ratios["async_episodes_per_s_vs_baseline"]
+            >= GOALS["episodes_per_s_vs_baseline"],
+            "async_vs_sync_env_steps_per_s": ratios["async_vs_sync_env_steps_per_s"]
+            >= GOALS["async_vs_sync_env_steps_per_s"],
+        },
+    }
+    out = ROOT / "bench" / "results" / "loop.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(
+        f"training loop ({os.cpu_count()} CPUs, load average {load_start:.1f} -> {os.getloadavg()[0]:.1f}), "
+        f"results in {out.relative_to(ROOT)}"
+    )
+    for key, value in ratios.items():
+        print(f"  {key:38s} {value}")
+
+
+if __name__ == "__main__":
+    main()
