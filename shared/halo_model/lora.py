@@ -5,7 +5,8 @@ warning) and packs ``q/k/v_proj`` into ``qkv_proj`` and ``gate/up_proj`` into ``
 it unpacks PEFT's per-projection weights itself. So the adapter targets linear layers of the
 language model only, by a regex that cannot match the vision tower (``model.visual...``), and is
 saved with plain ``save_pretrained``: that directory is what ``/v1/load_lora_adapter`` takes.
-Training the vision tower would make the served policy differ from the trained one.
+A LoRA on the vision tower would make the served policy differ from the trained one;
+``halo_model.full_weights`` trains vision modules in full instead, and vLLM reloads them.
 """
 
 from __future__ import annotations
