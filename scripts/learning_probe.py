@@ -21,6 +21,14 @@ from how fast the browser can roll out episodes.
 It prints (and appends to --out) one JSON line per update: the greedy action per layout, how many
 layouts it solves, the sampled hit rate, and `image_tv`, how far the screenshot moves the policy's
 next-token distributions (see `image_sensitivity`).
+
+`--full-weights vision` (or any of the run setting's presets and module names) trains those
+base-model modules too and pushes them into vLLM with each adapter (`PolicyClient.publish_weights`,
+the run loop's sync). `--run DIR` reads a training run instead of training: `image_tv` of the base
+model and of each checkpoint the run kept (adapter and full weights), on one fixed completion (a
+click at the screen's centre: a greedy answer needs vLLM serving that version), no vLLM needed:
+
+    .venv/bin/python scripts/learning_probe.py --task local.playground-2 --run var/runs/<run_id> --out var/probe/run.jsonl
 """
 
 from __future__ import annotations
@@ -35,9 +43,10 @@ from pathlib import Path
 import torch
 from playwright.async_api import async_playwright
 
+from halo.actions import format_tool_call
 from halo.policy_client import Candidate, PolicyClient
 from halo.prompts import tool_call_regex
-from halo.schemas import Task, Viewport
+from halo.schemas import Action, Task, Viewport
 from halo.settings import REPO_ROOT
 from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
@@ -49,6 +58,7 @@ from halo_model.loading import load_model, load_processor
 from halo_model.logprobs import base_model
 from halo_model.resolution import resolve_model
 from halo_sites.tasks import get_task
+from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.learner import Learner, LearnerBatch
 from halo_trainer.objective import group_advantages
 
@@ -123,6 +133,41 @@ def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str
     return float(tv.max(0).values[decisions[: tv.shape[1]]].mean())
 
 
+def fixed_completion(processor) -> list[int]:
+    """The tokens of a click at the screen's centre, closed as the model closes an answer."""
+    text = format_tool_call(Action(action="left_click", coordinate=(500, 500)))
+    tok = processor.tokenizer
+    return tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
+
+
+def run_image_tv(run_dir: Path, model: str, shots: list[bytes], goal: str, processor) -> list[dict]:
+    """``image_tv`` of the base model (update 0) and of every checkpoint ``run_dir`` kept."""
+    config = json.loads((run_dir / "config.json").read_text())
+    config = config.get("run", config)  # the run folder's config.json nests the RunConfig under "run"
+    learner_cfg = LearnerConfig(
+        learning_rate=config["learning_rate"],
+        lora_r=config["lora_r"],
+        lora_alpha=config["lora_alpha"],
+        lora_target_modules=tuple(config["lora_target_modules"]),
+        full_weights=tuple(config.get("full_weights") or ()),
+        max_completion_tokens=config["sampling"]["max_tokens"],
+    )
+    completion = fixed_completion(processor)
+    lines = []
+    points = [None] + CheckpointManager(run_dir / "checkpoints").complete()
+    for ckpt in points:
+        learner = Learner(load_model(model), learner_cfg)
+        if ckpt is not None:
+            learner.load_adapter(ckpt.adapter_dir)
+            if learner.full_weight_names():
+                learner.load_base_weights(ckpt.full_weights_dir)
+        allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completion], learner.vocab_size)
+        tv = image_sensitivity(learner, processor, shots, goal, completion, allowed)
+        lines.append({"run": run_dir.name, "update": 0 if ckpt is None else ckpt.step, "image_tv": round(tv, 5)})
+        print(json.dumps(lines[-1]), flush=True)
+    return lines
+
+
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--policy-url", default=None, help="vLLM base URL (default: the policy settings')")
@@ -138,6 +183,13 @@ async def main() -> None:
     p.add_argument("--task", default="local.playground-1", help="a Playground click task")
     p.add_argument("--adapters", default=str(REPO_ROOT / "var/probe"), help="where adapters are written")
     p.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    p.add_argument(
+        "--full-weights",
+        default="",
+        help="base-model modules trained in full too, comma-separated (a run's full_weights: vision, ...)",
+    )
+    p.add_argument("--full-weights-lr", type=float, default=1e-3)
+    p.add_argument("--run", default=None, help="a run folder: image_tv of its checkpoints instead of training")
     args = p.parse_args()
 
     settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
@@ -155,11 +207,24 @@ async def main() -> None:
     shots = await screenshots(task, layouts)
     goal = task.goal
     processor = load_processor(model)
+    if args.run:
+        lines = run_image_tv(Path(args.run), model, shots, goal, processor)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            with Path(args.out).open("a") as fh:
+                fh.writelines(json.dumps({"task": args.task, **line}) + "\n" for line in lines)
+        return
     max_tokens = 128
+    full = tuple(n.strip() for n in args.full_weights.split(",") if n.strip())
     learner = Learner(
         load_model(model),
         LearnerConfig(
-            learning_rate=args.lr, lora_r=args.lora_r, lora_alpha=args.lora_alpha, max_completion_tokens=max_tokens
+            learning_rate=args.lr,
+            lora_r=args.lora_r,
+            lora_alpha=args.lora_alpha,
+            max_completion_tokens=max_tokens,
+            full_weights=full,
+            full_weights_lr=args.full_weights_lr,
         ),
     )
     name, started = None, time.time()
@@ -207,7 +272,7 @@ async def main() -> None:
             print(json.dumps(line), flush=True)
             if out:
                 with out.open("a") as fh:
-                    fh.write(json.dumps({"task": args.task, "lr": args.lr, **line}) + "\n")
+                    fh.write(json.dumps({"task": args.task, "lr": args.lr, "full_weights": list(full), **line}) + "\n")
             if k == args.updates:
                 break
             candidates = [c for r in results for c in r.candidates]
@@ -235,9 +300,15 @@ async def main() -> None:
             path = Path(args.adapters) / prefix / f"v{k + 1}"
             learner.save_adapter(path)
             previous, name = name, f"{prefix}-v{k + 1}"
+            if full:  # the run loop's sync: weights and adapter as one version (older adapters unloaded)
+                weights = learner.save_base_weights(path / "weights")
+                await client.publish_weights(name, str(path.resolve()), str(weights.resolve()))
+                continue
             await client.publish_adapter(name, str(path.resolve()))
             if previous is not None:
                 await client.unload_adapter(previous)
+        if full:  # leave the server with the weights it started with
+            await client.reload_weights(str(Path(model).resolve()))
 
 
 if __name__ == "__main__":
