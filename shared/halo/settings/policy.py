@@ -21,7 +21,10 @@ StructuredMode = _StructuredMode  # one definition, in the schemas (a run config
 
 
 class PolicySettings(HaloSettings):
-    model_config = SettingsConfigDict(env_prefix="HALO_POLICY_", env_file=".env", extra="ignore", frozen=True)
+    # An empty variable means unset (docker-compose passes `${HALO_WEIGHT_RELOAD:-}` through as "").
+    model_config = SettingsConfigDict(
+        env_prefix="HALO_POLICY_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
+    )
 
     # --- server --------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the vLLM server")
