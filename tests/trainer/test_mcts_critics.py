@@ -29,7 +29,6 @@ from halo_trainer.mcts.critics import (
 from halo_trainer.mcts.search import search
 from halo_trainer.rollout import Branch
 from tests.conftest import free_port, noise_png
-from tests.policy.conftest import vllm_server  # noqa: F401  (the session's tiny-model vLLM)
 from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 from tests.trainer.test_mcts_search import SUCCESS, SnapshotEnv, cfg
 
@@ -115,6 +114,21 @@ async def test_search_settings_travel_typed_through_redis(aredis, key_prefix):
 # --- on vLLM serving the tiny model -----------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def vllm_url(tiny_model_dir, tmp_path_factory):
+    """vLLM serving the tiny model on a free port, for this module only (stopped after it, so it
+    never runs beside another test module's server)."""
+    from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
+
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    proc, port = start_policy_server(tiny_model_dir, log)
+    try:
+        wait_listening(proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_policy_server(proc)
+
+
 def _branches(actions: list[Action | None]) -> list[Branch]:
     return [
         Branch(
@@ -137,12 +151,12 @@ def _branches(actions: list[Action | None]) -> list[Branch]:
 
 @pytest.mark.slow
 @pytest.mark.vllm
-async def test_the_self_critic_ranks_the_candidates_with_the_current_adapter(vllm_server):  # noqa: F811
+async def test_the_self_critic_ranks_the_candidates_with_the_current_adapter(vllm_url):
     env = PngEnv()
     reset = await env.reset("local.playground-1")
     node = NodeView(job_for(), reset.observation, ["left_click(coordinate=[1, 2])"])
     actions = [click(100), None, click(300), click(500), SUCCESS]
-    async with PolicyClient(vllm_server.base_url, "halo-base", timeout_s=300) as policy:
+    async with PolicyClient(vllm_url, "halo-base", timeout_s=300) as policy:
         critic = SelfCritic(services(env=env, policy=policy))
         scores = await critic.score(node, _branches(actions))
     # One request, constrained: a parseable ranking of the four actions; the unparsed answer scores 0.
@@ -155,12 +169,8 @@ async def test_the_self_critic_ranks_the_candidates_with_the_current_adapter(vll
 
 @pytest.mark.slow
 @pytest.mark.vllm
-async def test_the_openai_critic_asks_an_openai_compatible_endpoint_inside_a_search(
-    vllm_server,  # noqa: F811
-    tmp_path,
-    monkeypatch,
-):
-    base_url = f"{vllm_server.base_url}/v1"
+async def test_the_openai_critic_asks_an_openai_compatible_endpoint_inside_a_search(vllm_url, tmp_path, monkeypatch):
+    base_url = f"{vllm_url}/v1"
     env = PngEnv()
     reset = await env.reset("local.playground-1")
     node = NodeView(job_for(), reset.observation, [])
