@@ -15,10 +15,16 @@ weights get no weight gradient, LoRA's own are negligible): model FLOPs = 2F. Gr
 checkpointing recomputes the forward once more, so the hardware executes about 3F; that is the
 hardware utilisation (HFU) also reported.
 
+``--full-weights vision`` (any ``full_weights`` entries, ``halo_model.full_weights``) also trains
+those base-model modules in full, in the model's dtype, with their AdamW state and the learner's
+frozen reference copy: it measures their memory and time. Their weight gradients are not in the
+2F count, so MFU and HFU are then lower bounds.
+
     python bench/gpu_learner_8b.py                      # on a GPU box (CUDA): the 8B dimensions
+    python bench/gpu_learner_8b.py --full-weights vision  # ... training the vision tower in full too
     python bench/gpu_learner_8b.py --dims tiny          # the same code at toy sizes, on the CPU
 
-Writes bench/results/gpu_learner_<dims>.json and prints a summary. `make bench` does not run it
+Writes bench/results/gpu_learner_<dims>[_<full weights>].json and prints a summary. `make bench` does not run it
 (it needs a CUDA GPU); see docs/benchmarks.md.
 """
 
@@ -127,7 +133,15 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=8, help="completions per update (one screenshot prompt)")
     parser.add_argument("--micro-batch", type=int, default=8, help="completions per forward/backward")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--out", type=Path, default=None, help="default: bench/results/gpu_learner_<dims>.json")
+    parser.add_argument(
+        "--full-weights",
+        nargs="*",
+        default=[],
+        help="also train these base-model modules in full: vision_merger, vision_last_blocks, vision, all, or names",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default: bench/results/gpu_learner_<dims>[_<full weights>].json"
+    )
     args = parser.parse_args()
     if args.dims == "8b" and not args.device.startswith("cuda"):
         parser.error("the 8B dimensions need a CUDA GPU (use --dims tiny to check the script on the CPU)")
@@ -155,8 +169,13 @@ def main() -> None:
         gradient_checkpointing=True,
         micro_batch_size=args.micro_batch,
         max_completion_tokens=max(256, max_completion),
+        full_weights=tuple(args.full_weights),
+        full_weights_lr=1e-7,
     )
-    learner = Learner(model, config)
+    try:
+        learner = Learner(model, config)
+    except ValueError as exc:  # a --full-weights entry the model does not have
+        parser.error(str(exc))
     flops = forward_flops(learner, batch)
 
     if args.device.startswith("cuda"):
@@ -180,7 +199,9 @@ def main() -> None:
         "dtype": str(dtype).removeprefix("torch."),
         "torch": torch.__version__,
         "params": n_params,
-        "lora_params": sum(p.numel() for p in learner.params),
+        "lora_params": sum(p.numel() for p in learner.lora_params),
+        "full_weights": list(args.full_weights),
+        "full_weight_params": sum(p.numel() for p in learner.full_params),
         "group": args.group,
         "micro_batch": args.micro_batch,
         "sequence_tokens": int(inputs.input_ids.shape[1]),
@@ -196,12 +217,14 @@ def main() -> None:
         "mfu": 2 * flops / step_s / 1e12 / rate,
         "hfu": 3 * flops / step_s / 1e12 / rate,
     }
-    out = args.out or ROOT / "bench" / "results" / f"gpu_learner_{args.dims}.json"
+    suffix = "".join(f"_{name}" for name in args.full_weights)
+    out = args.out or ROOT / "bench" / "results" / f"gpu_learner_{args.dims}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     memory = f"{peak_gib:.1f} GiB peak" if peak_gib is not None else "CPU (no GPU memory figure)"
     print(
-        f"Qwen3-VL {args.dims} ({n_params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M), "
+        f"Qwen3-VL {args.dims} ({n_params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M, "
+        f"full weights {results['full_weight_params'] / 1e6:.2f} M), "
         f"group {args.group} x {results['sequence_tokens']} tokens ({results['image_tokens']} image) on "
         f"{results['device']}: update {step_s:.2f} s, {memory}, "
         f"MFU {results['mfu']:.1%} (HFU {results['hfu']:.1%}) of a measured {rate:.3g} TFLOP/s; written to {out}"

@@ -15,10 +15,12 @@ SCRIPT = ROOT / "bench" / "gpu_learner_8b.py"
 
 
 @pytest.mark.slow
-def test_tiny_dims_run_one_update_and_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize("full_weights", [[], ["vision"]], ids=["lora", "full-vision"])
+def test_tiny_dims_run_one_update_and_report(tmp_path: Path, full_weights: list[str]) -> None:
     out = tmp_path / "gpu_learner_tiny.json"
     run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--dims", "tiny", "--device", "cpu", "--updates", "1", "--out", str(out)],
+        [sys.executable, str(SCRIPT), "--dims", "tiny", "--device", "cpu", "--updates", "1", "--out", str(out)]
+        + (["--full-weights", *full_weights] if full_weights else []),
         capture_output=True,
         text=True,
         timeout=600,
@@ -27,12 +29,26 @@ def test_tiny_dims_run_one_update_and_report(tmp_path: Path) -> None:
     r = json.loads(out.read_text())
     assert r["dims"] == "tiny" and r["group"] == 8 and r["dtype"] == "float32"
     assert 0 < r["lora_params"] < r["params"]
+    assert r["full_weights"] == full_weights
+    assert (r["full_weight_params"] > 0) == bool(full_weights) and r["full_weight_params"] < r["params"]
     assert r["image_tokens"] > 0 and r["completion_tokens"] > 8
     # The counted forward is at least the dense matmuls of the language model over every token.
     assert r["forward_tflop"] * 1e12 >= 2 * r["group"] * r["sequence_tokens"] * 128 * 128
     assert r["model_tflop_per_update"] == pytest.approx(2 * r["forward_tflop"])
     assert r["update_s_median"] > 0 and 0 < r["mfu"] < r["hfu"]
     assert "MFU" in run.stdout
+
+
+def test_an_unknown_full_weights_entry_is_a_clear_error(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dims", "tiny", "--device", "cpu", "--full-weights", "model.visual.nope"]
+        + ["--out", str(tmp_path / "x.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2
+    assert "matches no parameter" in run.stderr and "Traceback" not in run.stderr
 
 
 def test_8b_dims_without_a_gpu_is_a_clear_error() -> None:

@@ -77,6 +77,7 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
         ({"domain": "playground", "simulations": 5}, 422, "simulations: settings of algorithm 'mcts'"),
         ({"domain": "playground", "tasks": ["local.playground-7"]}, 422, "unknown tasks for playground"),
         ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'"),
+        ({"domain": "playground", "full_weights": ["vision_tower"]}, 422, "neither a preset"),
     ]
     for body, status, message in cases:
         response = await api.client.post("/runs", json=body)
