@@ -16,10 +16,13 @@ ports, each in its own thread) in this process. Per page, medians of ``--repeats
   settle + screenshot) in a bare Playwright page of the same clone.
 - step group N=8: fork n=7, then the 8 sessions step concurrently (what a rollout worker does for
   one GRPO group: each answer carries the observation and site state the reward is computed from),
-  then the 7 forks close; against eight plain steps (8 x the step median).
+  then the 7 forks close; against eight plain steps, one after another in the same session, timed
+  just before each group (so both see the same load; ``--group-repeats`` pairs, after one group
+  that parks the pages). ``group8_vs_eight_step_medians`` is the older figure, against 8 x the
+  step median measured minutes earlier.
 - memory: PSS of the pool's Chromium trees with 1 and with K sessions (GoMail); sessions per GB.
 
-    .venv/bin/python bench/bench_env.py [--repeats 8] [--steps 20] [--sessions 8]
+    .venv/bin/python bench/bench_env.py [--repeats 8] [--steps 20] [--sessions 8] [--group-repeats 6]
 
 Writes bench/results/env.json (with the ratios and the goals) and prints a summary. The machine's
 cores are shared with whatever else runs: compare ratios, not absolute times, across machines.
@@ -203,23 +206,36 @@ def service_page(http: httpx.Client, task: str, coordinate: list[int], repeats: 
 
 async def step_groups(
     base_url: str, task: str, coordinate: list[int], repeats: int, n: int = 8
-) -> tuple[list[float], list[str]]:
-    """Fork n-1, step all n concurrently, close the forks: one GRPO step group."""
-    times, methods = [], []
+) -> tuple[list[float], list[str], list[float]]:
+    """Fork n-1, step all n concurrently, close the forks: one GRPO step group; and, just before
+    each group, n plain steps one after another in the same session (the goal's "eight plain
+    steps", measured beside each group so both see the same load). One group first, not counted,
+    parks the pages the others rewind."""
+    times, methods, plain = [], [], []
     async with httpx.AsyncClient(base_url=base_url, timeout=120) as http:
-        r = await http.post("/sessions", json={"task_id": task, "run_id": "bench-0", "max_steps": 100})
+        r = await http.post("/sessions", json={"task_id": task, "run_id": "bench-0", "max_steps": (repeats + 1) * 10})
         sid = r.json()["observation"]["session_id"]
-        for _ in range(repeats):
+
+        async def group() -> tuple[float, str]:
             t0 = time.perf_counter()
             fork = (await http.post(f"/sessions/{sid}/fork", json={"n": n - 1})).json()
             ids = [sid] + [c["observation"]["session_id"] for c in fork["sessions"]]
             answers = await asyncio.gather(*(http.post(f"/sessions/{s}/step", json=_click(coordinate)) for s in ids))
             assert all(a.status_code == 200 and a.json()["observation"]["site_state"] is not None for a in answers)
             await asyncio.gather(*(http.delete(f"/sessions/{s}") for s in ids[1:]))
-            times.append((time.perf_counter() - t0) * 1000)
-            methods.append(fork["method"])
+            return (time.perf_counter() - t0) * 1000, fork["method"]
+
+        await group()
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                (await http.post(f"/sessions/{sid}/step", json=_click(coordinate))).raise_for_status()
+            plain.append((time.perf_counter() - t0) * 1000)
+            ms, method = await group()
+            times.append(ms)
+            methods.append(method)
         await http.delete(f"/sessions/{sid}")
-    return times, sorted(set(methods))
+    return times, sorted(set(methods)), plain
 
 
 def memory(http: httpx.Client, task: str, k: int) -> dict:
@@ -262,7 +278,8 @@ def _ratios(page: dict) -> dict:
         "reset_setup_vs_relaunch": round(med("reset_setup") / med("raw_relaunch"), 3),
         "step_vs_direct_settled": round(med("step_service") / med("step_direct_click_settle_screenshot"), 3),
         "step_vs_direct": round(med("step_service") / med("step_direct_click_screenshot"), 3),
-        "group8_vs_eight_steps": round(med("group_n8") / (8 * med("step_service")), 3),
+        "group8_vs_eight_steps": round(med("group_n8") / med("eight_plain_steps"), 3),
+        "group8_vs_eight_step_medians": round(med("group_n8") / (8 * med("step_service")), 3),
     }
 
 
@@ -271,6 +288,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=8)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--group-repeats", type=int, default=6, help="step groups (each beside 8 plain steps)")
     args = parser.parse_args()
 
     pages: dict[str, dict] = {}
@@ -295,8 +313,8 @@ def main() -> None:
                 for name, (task, _) in PAGES.items():
                     coordinate = raw[name]["coordinate"]
                     svc = service_page(http, task, coordinate, args.repeats, args.steps)
-                    group, group_methods = asyncio.run(
-                        step_groups(env.url, task, coordinate, max(3, args.repeats // 2))
+                    group, group_methods, eight_steps = asyncio.run(
+                        step_groups(env.url, task, coordinate, args.group_repeats)
                     )
                     t = svc["times"]
                     page = {
@@ -313,6 +331,7 @@ def main() -> None:
                         "step_direct_click_screenshot": ms_stats(raw[name]["click_screenshot"]),
                         "step_direct_click_settle_screenshot": ms_stats(raw[name]["click_settle_screenshot"]),
                         "group_n8": ms_stats(group),
+                        "eight_plain_steps": ms_stats(eight_steps),
                         "methods_used": {**svc["methods"], "group_n8": group_methods},
                     }
                     page["ratios"] = _ratios(page)
@@ -333,6 +352,7 @@ def main() -> None:
             "parked_contexts": settings.parked_contexts,
             "repeats": args.repeats,
             "steps": args.steps,
+            "group_repeats": args.group_repeats,
         },
         "goals": GOALS,
         "pages": pages,
@@ -361,6 +381,7 @@ def main() -> None:
             "step_service",
             "step_direct_click_settle_screenshot",
             "group_n8",
+            "eight_plain_steps",
         ):
             print(f"    {key:38s} median {page[key]['median_ms']:8.1f} ms  p90 {page[key]['p90_ms']:8.1f} ms")
         for goal, value in page["ratios"].items():

@@ -157,3 +157,44 @@ def test_reset_seed_reaches_the_site_and_survives_a_fork(clones):
         assert hit["terminated"] and hit["info"]["task_success"] is True, hit["info"].get("validation")
         for s in (sid, child):
             http.delete(f"/sessions/{s}")
+
+
+def test_a_step_group_fork_rewinds_the_parked_pages_and_loads_the_rest_all_equal_to_the_parent(tmp_path):
+    """A fork of n children with fewer pages parked at the app than n: that many children rewind
+    (they take no fork slot, so they start at once), the rest load by snapshot one at a time
+    (fork_parallelism 1). Every child reads and looks like the parent, and the same next action
+    gives the same pixels everywhere."""
+    from halo.settings.sites import SitesSettings
+    from halo_sites.app import create_app as create_sites
+
+    task_id = "local.playground-6"  # type a word, then submit: the first steps do not end the episode
+    port = free_port()
+    with ThreadServer(create_sites(SitesSettings(host="127.0.0.1", port=port)), "127.0.0.1", port) as sites:
+        settings = settings_for(tmp_path, sites_url=sites.url, parked_contexts=2, fork_parallelism=1)
+        with EnvServer(settings) as env, client(env) as http:
+            # Two sessions open at once, then closed: two pages parked at the app (one after the
+            # other would rewind and park the same page twice).
+            others = [create(http, task_id=task_id, run_id=f"other-{i}")["observation"]["session_id"] for i in (0, 1)]
+            for other in others:
+                step(http, other, action="left_click", coordinate=rel(700, 600))
+                http.delete(f"/sessions/{other}")
+            sid = create(http, task_id=task_id)["observation"]["session_id"]  # takes no parked page: a new run's reset
+            step(http, sid, action="left_click", element_id="field-word")
+            parent = step(http, sid, action="type", text="ban")["observation"]
+            fork = http.post(f"/sessions/{sid}/fork", json={"n": 4})
+            assert fork.status_code == 200, fork.text
+            assert fork.json()["method"] == "snapshot"  # a mix reports the slower method
+            children = fork.json()["sessions"]
+            assert sorted(c["info"]["method"] for c in children) == ["rewind", "rewind", "snapshot", "snapshot"]
+            for c in children:
+                child = c["observation"]
+                assert child["site_state"] == parent["site_state"] and child["axtree"] == parent["axtree"]
+                assert child["screenshot"]["sha256"] == parent["screenshot"]["sha256"]
+            after = [
+                step(http, s, action="type", text="ana")
+                for s in [sid] + [c["observation"]["session_id"] for c in children]
+            ]
+            assert len({a["observation"]["screenshot"]["sha256"] for a in after}) == 1
+            assert len({json.dumps(a["observation"]["site_state"], sort_keys=True) for a in after}) == 1
+            for s in [sid] + [c["observation"]["session_id"] for c in children]:
+                http.delete(f"/sessions/{s}")

@@ -177,6 +177,10 @@ class BrowserPool:
         lease.episodes += 1
         return lease
 
+    def parked_at(self, app_url: str) -> int:
+        """How many contexts are parked at ``app_url`` now: what ``acquire(app_url)`` can rewind."""
+        return len(self._parked.get(app_url) or [])
+
     async def _unpark(self, app_url: str) -> Lease | None:
         parked = self._parked.get(app_url) or []
         while parked:

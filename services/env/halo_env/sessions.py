@@ -196,9 +196,15 @@ class SessionManager:
                     browser_state.capture(parent.lease, self.s.evaluate_timeout_s, (parent.pointer.x, parent.pointer.y))
                 )
             rewind_to = state if method in (None, ForkMethod.REWIND) else None
+            # The fork slots bound concurrent page loads. A child that will rewind a parked page
+            # loads nothing, so those children start at once: a step group's forks are one wave of
+            # rewinds, not n/fork_parallelism (a parked page another call takes first means a load
+            # outside the slots, bounded by n).
+            app_url = browser_state.rewind_url(rewind_to) if rewind_to is not None else None
+            rewinds = self.pool.parked_at(app_url) if app_url else 0
 
-            async def child() -> ResetResponse:
-                async with self._fork_slots:
+            async def child(i: int) -> ResetResponse:
+                async with contextlib.nullcontext() if i < rewinds else self._fork_slots:
                     return await self._spawn(
                         parent.task,
                         parent.backend,
@@ -216,7 +222,7 @@ class SessionManager:
                         like=parent.last_obs,
                     )
 
-            results = await asyncio.gather(*(child() for _ in range(n)), return_exceptions=True)
+            results = await asyncio.gather(*(child(i) for i in range(n)), return_exceptions=True)
             parent.last_used_at = time.time()
         made = [r for r in results if isinstance(r, ResetResponse)]
         failed = [r for r in results if not isinstance(r, ResetResponse)]
