@@ -91,10 +91,14 @@ def base_state(model: Any) -> dict[str, Any]:
 
 
 def write_weights(state: Mapping[str, Any], directory: str | Path, *, dtype: Any = None) -> Path:
-    """Save tensors as safetensors in ``directory`` (sharded with an index past 5 GB, as the Hub does)."""
+    """Save tensors as safetensors in a new or empty-of-weights ``directory`` (sharded with an index
+    past 5 GB, as the Hub does). A folder that already holds weights is refused: a stale shard would
+    be read with the new ones, and it may be the model's own folder."""
     from huggingface_hub import save_torch_state_dict
 
     directory = Path(directory)
+    if any(directory.glob("*.safetensors")) or (directory / "model.safetensors.index.json").exists():
+        raise ValueError(f"{directory} already holds safetensors weights: write into a new or empty folder")
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {n: (t if dtype is None else t.to(dtype)).detach().contiguous().cpu() for n, t in state.items()}
     save_torch_state_dict(tensors, directory, max_shard_size="5GB")

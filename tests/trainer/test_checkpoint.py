@@ -183,12 +183,13 @@ CHILD = textwrap.dedent(
         ckpt._write_bytes = write_then_stall
 
     manager = ckpt.CheckpointManager(root, keep=3)
-    learner = Learner(tiny_model(load_model(model_dir)), config())
+    full = {"full_weights": ("vision_merger", "vision_last_blocks"), "full_weights_lr": 1e-3}
+    learner = Learner(tiny_model(load_model(model_dir)), config(**(full if phase == "loop-full" else {})))
     while True:
         learner.update(group_batch(processor, [1.0, -1.0]))
         manager.save(learner, config={"phase": phase}, extra={"step": learner.step})
         print(f"COMMITTED {learner.step}", flush=True)
-        armed[0] = phase != "loop"
+        armed[0] = phase not in ("loop", "loop-full")
     """
 )
 
@@ -287,3 +288,33 @@ def test_sigkill_at_an_arbitrary_moment_of_a_save_loop(
     assert checkpoint.extra == {"step": checkpoint.step}
     assert json.loads((checkpoint.path / "config.json").read_text()) == {"phase": "loop"}
     manager.restore(Learner(tiny_model(base_model), config()), checkpoint)
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_learner_training_full_weights_resumes_bit_for_bit(
+    tmp_path: Path, tiny_model_dir, base_model, processor
+) -> None:
+    """The vision merger and last blocks trained in full beside the adapter: killed at some moment of
+    its save loop, the run resumes with the weights and AdamW state of its last committed step."""
+    full = {"full_weights": ("vision_merger", "vision_last_blocks"), "full_weights_lr": 1e-3}
+    root = tmp_path / "ckpts"
+    child = start_child(root, "loop-full", tiny_model_dir)
+    wait_for(child, lambda line: line == "COMMITTED 2", timeout=600)  # a hang guard on a loaded machine
+    time.sleep(0.02)
+    kill9(child)
+
+    manager = CheckpointManager(root, keep=3)
+    checkpoint = manager.load_latest()
+    assert checkpoint is not None and checkpoint.step >= 2 and (checkpoint.path / "full_weights").is_dir()
+    learner = Learner(tiny_model(base_model), config(**full))
+    manager.restore(learner, checkpoint)
+    reference = Learner(tiny_model(base_model), config(**full))
+    for _ in range(checkpoint.step):
+        reference.update(group_batch(processor, [1.0, -1.0]))
+    state, expected = learner.trainable_state(), reference.trainable_state()
+    assert any(".visual." in k for k in expected)
+    assert all(torch.equal(state[k], expected[k]) for k in expected)
+    batch = group_batch(processor, [0.5, -1.0, 0.5])
+    assert learner.update(batch) == reference.update(batch)
+    state, expected = learner.trainable_state(), reference.trainable_state()
+    assert all(torch.equal(state[k], expected[k]) for k in expected)

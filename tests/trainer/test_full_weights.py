@@ -166,6 +166,8 @@ def test_saved_base_weights_have_the_model_folders_keys_and_load_back(base_model
                 p.fill_(1.0)  # a non-zero adapter: it must not be merged into what is saved
     out = learner.save_base_weights(tmp_path / "base")
     assert folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
+    with pytest.raises(ValueError, match="already holds safetensors"):  # no stale shard, never the model's folder
+        learner.save_base_weights(out)
     # transformers loads it: the base weights, trained modules updated, adapter not merged
     loaded = load_model(out)
     chosen = set(learner.full_weight_names())
