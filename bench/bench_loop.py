@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,8 @@ async def measure(args: argparse.Namespace) -> dict:
     for mode, prefetch in (("sync", 0), ("async", 1)):
         runs[mode] = await one_run(mode, prefetch, args.episodes, base_model, processor)
         r = runs[mode]
+        # Each finished mode is kept at once (the data folder): a run cut short still shows what it measured.
+        (TrainerSettings().data_dir / "loop-partial.json").write_text(json.dumps(runs, indent=2) + "\n")
         print(
             f"  {mode}: {r['episodes']} episodes, {r['env_steps']} env steps in {r['wall_s']} s "
             f"({r['env_steps_per_s']} steps/s, {r['episodes_per_s']} episodes/s, {r['s_per_update']} s/update)"
@@ -200,6 +203,7 @@ def main() -> None:
     parser.add_argument("--base-port", type=int, default=9200, help="sites; env, reward, policy on the next ports")
     parser.add_argument("--redis-port", type=int, default=9279)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill stops the private stack too (finally)
 
     from halo_model.resolution import resolve_model
 
