@@ -29,6 +29,9 @@ model and of each checkpoint the run kept (adapter and full weights), on one fix
 click at the screen's centre: a greedy answer needs vLLM serving that version), no vLLM needed:
 
     .venv/bin/python scripts/learning_probe.py --task local.playground-2 --run var/runs/<run_id> --out var/probe/run.jsonl
+
+`--plot OUT.png FILE.jsonl ...` draws probe outputs side by side (image_tv on a log scale, greedy
+layouts solved and sampled hit rate per update), one line per file, labelled by file name.
 """
 
 from __future__ import annotations
@@ -168,6 +171,32 @@ def run_image_tv(run_dir: Path, model: str, shots: list[bytes], goal: str, proce
     return lines
 
 
+def plot(out: Path, files: list[Path]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (tv_ax, solved_ax, hit_ax) = plt.subplots(1, 3, figsize=(15, 4))
+    for f in files:
+        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        xs = [r["update"] for r in rows]
+        tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in rows], label=f.stem)
+        solved_ax.plot(xs, [r["greedy_layouts_solved"] / r["layouts"] for r in rows], label=f.stem)
+        hit_ax.plot(xs, [r["sampled_hit_rate"] for r in rows], label=f.stem)
+    tv_ax.set(yscale="log", xlabel="update", ylabel="image_tv", title="how much the screenshot moves the policy")
+    solved_ax.set(
+        xlabel="update", ylabel="share of layouts solved", title="greedy answer, every layout", ylim=(-0.05, 1.05)
+    )
+    solved_ax.axhline(0.25, ls="--", c="grey", lw=1, label="chance (one quadrant)")
+    hit_ax.set(xlabel="update", ylabel="sampled hit rate", title="sampled actions on the button")
+    for ax in (tv_ax, solved_ax, hit_ax):
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    print(f"wrote {out}")
+
+
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--policy-url", default=None, help="vLLM base URL (default: the policy settings')")
@@ -190,7 +219,12 @@ async def main() -> None:
     )
     p.add_argument("--full-weights-lr", type=float, default=1e-3)
     p.add_argument("--run", default=None, help="a run folder: image_tv of its checkpoints instead of training")
+    p.add_argument(
+        "--plot", nargs="+", metavar="OUT.png FILE.jsonl", help="plot probe outputs (the first name: the PNG) and exit"
+    )
     args = p.parse_args()
+    if args.plot:
+        return plot(Path(args.plot[0]), [Path(f) for f in args.plot[1:]])
 
     settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
     model = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
