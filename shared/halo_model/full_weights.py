@@ -90,19 +90,42 @@ def base_state(model: Any) -> dict[str, Any]:
     return state
 
 
-def write_weights(state: Mapping[str, Any], directory: str | Path, *, dtype: Any = None) -> Path:
-    """Save tensors as safetensors in a new or empty-of-weights ``directory`` (sharded with an index
-    past 5 GB, as the Hub does). A folder that already holds weights is refused: a stale shard would
-    be read with the new ones, and it may be the model's own folder."""
+def write_weights(state: Mapping[str, Any], directory: str | Path, *, dtype: Any = None, config: Any = None) -> Path:
+    """Save tensors as safetensors (sharded with an index past 5 GB, as the Hub does), and ``config``
+    (a transformers config) when given, as the folder ``directory``.
+
+    The folder is written beside it and renamed into place, so ``directory`` never holds a partial
+    set (a crash leaves a hidden temp folder); an earlier folder written here is replaced whole, no
+    stale shard left. A folder holding anything else (a model's own folder, with its tokenizer) is
+    refused, untouched."""
+    import secrets
+    import shutil
+
     from huggingface_hub import save_torch_state_dict
 
     directory = Path(directory)
-    if any(directory.glob("*.safetensors")) or (directory / "model.safetensors.index.json").exists():
-        raise ValueError(f"{directory} already holds safetensors weights: write into a new or empty folder")
-    directory.mkdir(parents=True, exist_ok=True)
+    if directory.exists():
+        foreign = [p.name for p in directory.iterdir() if not _written_here(p.name)]
+        if foreign:
+            raise ValueError(f"{directory} holds {foreign[:3]}: not a weights folder written here, left as it is")
+    tmp = directory.with_name(f".{directory.name}.tmp-{secrets.token_hex(4)}")
+    tmp.mkdir(parents=True)
     tensors = {n: (t if dtype is None else t.to(dtype)).detach().contiguous().cpu() for n, t in state.items()}
-    save_torch_state_dict(tensors, directory, max_shard_size="5GB")
+    save_torch_state_dict(tensors, tmp, max_shard_size="5GB")
+    if config is not None:
+        config.save_pretrained(str(tmp))
+    if directory.exists():
+        old = directory.with_name(f".{directory.name}.old-{secrets.token_hex(4)}")
+        directory.rename(old)
+        tmp.rename(directory)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(directory)
     return directory
+
+
+def _written_here(name: str) -> bool:
+    return name.endswith(".safetensors") or name in {"model.safetensors.index.json", "config.json"}
 
 
 def read_weights(directory: str | Path, device: str = "cpu") -> dict[str, Any]:

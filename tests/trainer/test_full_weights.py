@@ -166,8 +166,6 @@ def test_saved_base_weights_have_the_model_folders_keys_and_load_back(base_model
                 p.fill_(1.0)  # a non-zero adapter: it must not be merged into what is saved
     out = learner.save_base_weights(tmp_path / "base")
     assert folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
-    with pytest.raises(ValueError, match="already holds safetensors"):  # no stale shard, never the model's folder
-        learner.save_base_weights(out)
     # transformers loads it: the base weights, trained modules updated, adapter not merged
     loaded = load_model(out)
     chosen = set(learner.full_weight_names())
@@ -178,6 +176,20 @@ def test_saved_base_weights_have_the_model_folders_keys_and_load_back(base_model
     fresh = Learner(tiny_model(base_model), config(full_weights=("vision_merger",)))
     fresh.load_base_weights(out)
     assert all(torch.equal(a, b) for a, b in zip(fresh.full_params, learner.full_params, strict=True))
+    # written again after more training: the folder is replaced whole
+    with torch.no_grad():
+        learner.full_params[0].add_(1.0)
+    assert learner.save_base_weights(out) == out and folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base"]  # no temp or old folder left
+    name = learner.full_weight_names()[0]
+    assert torch.equal(full_weights.read_weights(out)[name], learner.full_params[0].detach())
+    # a folder holding anything else (a model's own, with its tokenizer) is refused and left as it is
+    model_like = tmp_path / "model"
+    full_weights.write_weights({"x": torch.zeros(2)}, model_like)
+    (model_like / "tokenizer.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a weights folder written here"):
+        learner.save_base_weights(model_like)
+    assert sorted(p.name for p in model_like.iterdir()) == ["model.safetensors", "tokenizer.json"]
 
 
 def test_saved_base_weights_keep_the_folders_dtype(base_model, tiny_model_dir, tmp_path) -> None:

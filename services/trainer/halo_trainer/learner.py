@@ -383,7 +383,8 @@ class Learner:
     def save_base_weights(self, directory: str | Path, *, trained_only: bool = False) -> Path:
         """Write the base model's weights (LoRA not merged) as safetensors with the keys, shapes and
         dtype of the model's own folder, the full-weight modules at their trained values, plus its
-        ``config.json``: a folder vLLM's ``reload_weights`` and transformers load.
+        ``config.json``: a folder vLLM's ``reload_weights`` and transformers load. Written beside it and
+        renamed into place (``full_weights.write_weights``): it replaces a folder written earlier, whole.
 
         ``trained_only``: only the full-weight parameters, in the learner's own dtype (a checkpoint's
         exact copy; ``load_base_weights`` reads it back)."""
@@ -392,11 +393,9 @@ class Learner:
             state = dict(zip(self._full_names, self.full_params, strict=True))
             return full_weights.write_weights(state, directory)
         dtype = self._checkpoint_dtype()
-        out = full_weights.write_weights(full_weights.base_state(base), directory, dtype=dtype)
         config = copy.deepcopy(base.config)
         config.dtype = dtype
-        config.save_pretrained(str(out))
-        return out
+        return full_weights.write_weights(full_weights.base_state(base), directory, dtype=dtype, config=config)
 
     def load_base_weights(self, directory: str | Path) -> None:
         """Load base-model weights written by ``save_base_weights`` (all of them or ``trained_only``);
