@@ -37,3 +37,20 @@ async def test_a_full_weights_run_refuses_a_vllm_without_weight_reload(clean_red
     assert played == []  # refused before any job went out
     assert vllm_admin.loads == []
     await r.aclose()
+
+
+async def test_each_updates_metrics_record_its_publish_time(clean_redis, vllm_admin, base_model, tmp_path):
+    """The publish's timings reach metrics.jsonl (they were set on ``latest`` and then replaced)."""
+    import json
+
+    r = aioredis.Redis.from_url(clean_redis)
+    loop = make_loop(r, tmp_path / "run", vllm_admin.url, base_model, episodes=4)
+
+    async def play(job):
+        return episode(job)
+
+    outcome, _ = await run_with_worker(loop, play)
+    assert outcome == "finished"
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert lines and all(line["policy/adapter_load_s"] >= 0 for line in lines)
+    await r.aclose()

@@ -150,6 +150,7 @@ class RunLoop:
         self._next_try = 0.0
         self._retry_s = RETRY_FIRST_S
         self._reload_checked = False  # the policy server was checked for weight reload (full-weights runs)
+        self._sync_metrics: dict[str, float] = {}  # the last publish's timings, for the update's metrics
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -179,6 +180,8 @@ class RunLoop:
         if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
             metrics |= await self._evaluate()
         metrics["policy/version"] = float(self.c.version)
+        metrics |= self._sync_metrics  # set by the publish before this (``latest`` is replaced below)
+        self._sync_metrics = {}
         self.latest = metrics
         self.metrics.write(self.c.updates, self.c.version, metrics)
         if self.c.updates % self.cfg.checkpoint_every == 0:
@@ -478,7 +481,7 @@ class RunLoop:
                 str(weights),
                 before_resume=lambda: set_current_policy(self.redis, record),
             )
-            self.latest |= {f"policy/weights_{k}": v for k, v in timing.items()}
+            self._sync_metrics |= {f"policy/weights_{k}": v for k, v in timing.items()}
             logger.info(
                 "weights and adapter %s served from %s (%.2f s)", record.adapter_name, weights, timing["total_s"]
             )
@@ -486,7 +489,7 @@ class RunLoop:
         # Workers in other processes may still sample from the previous version: old versions
         # are unloaded by `_retire_old_versions`, by staleness, not by this client.
         seconds = await self.policy.publish_adapter(record.adapter_name, record.adapter_path)
-        self.latest["policy/adapter_load_s"] = seconds
+        self._sync_metrics["policy/adapter_load_s"] = seconds
         logger.info("adapter %s loaded into vLLM from %s (%.2f s)", record.adapter_name, record.adapter_path, seconds)
 
     async def _publish_new_version(self) -> None:
