@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from halo_trainer.mcts.tree import load_tree
 
@@ -54,3 +57,43 @@ def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(st
     assert f"{run_id}-v{steps}" in served
     assert (run_dir / "adapters" / f"v{steps}" / "adapter_model.safetensors").exists()
     assert (run_dir / "checkpoints" / "latest").exists()
+
+
+def test_trainer_killed_mid_mcts_run_resumes_without_losing_or_reusing_a_search(stack):
+    """``kill -9`` of the trainer after an iteration and its checkpoint: the restarted trainer resumes
+    the same run, its versions continue from the checkpoint's, and every search result is used once."""
+    out = stack.halo(
+        "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
+        "--episodes", "4", "--searches-per-iteration", "1", "--simulations", "2", "--max-children", "3",
+        "--max-depth", "2", "--theta", "0.01", "--eval-every", "0", "--name", "mctsresume",
+        "--detach", "--no-stack",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_id = out.stdout.split("run ", 1)[1].split()[0]
+    before = stack.wait_run(run_id, {"running"}, at_least_updates=1)  # the tiny profile checkpoints every update
+    os.killpg(stack.pid("trainer"), signal.SIGKILL)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{stack.url['trainer']}/health", timeout=2)
+    restarted = stack.halo("stack", "up", "-s", "trainer")
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    status = stack.wait_run(run_id, {"finished"})
+
+    # 4 searches of one job each, one per iteration: exactly 4 iterations, each search counted once
+    assert status["episodes_done"] == 4 and status["updates"] == 4
+    client = redis.Redis.from_url(stack.redis_url)
+    assert len(list(client.scan_iter(f"halo:run:{run_id}:results:done:*"))) == 4
+    assert client.xpending(f"halo:run:{run_id}:results", "learner")["pending"] == 0
+    run_dir = Path(status["run_dir"])
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    last = {m["update"]: m for m in lines}  # an iteration the kill cut off before its checkpoint is redone
+    assert sorted(last) == [1, 2, 3, 4] and sum(m["mcts/searches"] for m in last.values()) == 4
+    # versions continue from the checkpoint: one per iteration with pairs, none skipped or repeated
+    steps = sum(1 for m in last.values() if m["dpo/pairs"] > 0)
+    assert status["policy_version"] == steps >= before["policy_version"]
+    versions = sorted(int(p.name[1:]) for p in (run_dir / "adapters").glob("v*"))
+    assert versions[-1] == steps and set(range(1, steps + 1)) <= set(versions)
+    served = {m["id"] for m in httpx.get(f"{stack.url['policy']}/v1/models").json()["data"]}
+    assert f"{run_id}-v{steps}" in served
+    assert {t.stem for t in (run_dir / "trees").glob("*.json")} >= {f"{run_id}-j{i}" for i in range(4)}
+    log = (stack.data_dir / "stack" / "logs" / "trainer.log").read_text()
+    assert f"resuming interrupted run {run_id}" in log and f"resumed run {run_id}" in log
