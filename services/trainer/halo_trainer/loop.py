@@ -139,6 +139,7 @@ class RunLoop:
         self.c = Counters()
         self.status_cb = status_cb
         self.buffer: list[Delivery[RolloutResult]] = []
+        self.failed_jobs: set[str] = set()  # train jobs whose infra-failed result this loop routed
         self.evals: dict[str, RolloutResult] = {}
         self.latest: dict[str, float] = {}
         self.started = time.monotonic()
@@ -251,7 +252,13 @@ class RunLoop:
             job = self._job(self.c.jobs_published)
             # After a restart the counter is the checkpoint's: a job the dead loop published later may
             # have its result replayed already. Workers would skip it as done, and nothing would come.
-            if not await self._has_result(job.job_id):
+            answered = await self._has_result(job.job_id)
+            if not answered and job.job_id in self.failed_jobs:
+                # Its replayed result was an infra failure: answered too, and replaced like any failed
+                # job (the jobs counted past it). `_route` could not count it: the checkpoint's
+                # `inflight` never had it.
+                self.c.infra_failed_jobs += 1
+            elif not answered:
                 await self.jobs.publish(job, dedup_id=job.job_id)
                 self.c.inflight[job.job_id] = now
             self.c.jobs_published += 1
@@ -296,6 +303,7 @@ class RunLoop:
             logger.warning("job %s failed on infrastructure (%s); replacing it", r.job_id, failure[:200])
             if was_in_flight:  # a duplicate, or a job already replaced after its timeout, counts once
                 self.c.infra_failed_jobs += 1
+            self.failed_jobs.add(r.job_id)  # replayed after a restart: `_top_up_jobs` must not republish it
             self._failed(failure)
             self.c.pending_entries.append(d.entry_id)
             return
