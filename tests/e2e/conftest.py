@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -63,6 +64,14 @@ class Stack:
     def pid(self, service: str) -> int:
         # The newest process recorded for the service (an earlier one may have been killed).
         return [p["pid"] for p in self.state()["processes"] if p["service"] == service][-1]
+
+    def kill_and_restart_trainer(self) -> None:
+        """SIGKILL the trainer's process group (a ``kill -9`` of the service), then ``halo stack up -s trainer``."""
+        os.killpg(self.pid("trainer"), signal.SIGKILL)
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(f"{self.url['trainer']}/health", timeout=2)
+        restarted = self.halo("stack", "up", "-s", "trainer")
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
     def api(self) -> httpx.Client:
         return httpx.Client(base_url=self.url["trainer"], timeout=30)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 
 import httpx
@@ -71,11 +69,7 @@ def test_trainer_killed_mid_mcts_run_resumes_without_losing_or_reusing_a_search(
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     before = stack.wait_run(run_id, {"running"}, at_least_updates=1)  # the tiny profile checkpoints every update
-    os.killpg(stack.pid("trainer"), signal.SIGKILL)
-    with pytest.raises(httpx.HTTPError):
-        httpx.get(f"{stack.url['trainer']}/health", timeout=2)
-    restarted = stack.halo("stack", "up", "-s", "trainer")
-    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    stack.kill_and_restart_trainer()
     status = stack.wait_run(run_id, {"finished"})
 
     # 4 searches of one job each, one per iteration: exactly 4 iterations, each search counted once

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 
 import httpx
@@ -71,11 +69,7 @@ def test_trainer_killed_mid_run_resumes_without_losing_or_double_counting(stack)
     with stack.api() as api:
         run_id = api.post("/runs", json={**SHORT_RUN, "episodes": 16, "name": "resume"}).json()["run_id"]
     stack.wait_run(run_id, {"running"}, at_least_updates=1)
-    os.killpg(stack.pid("trainer"), signal.SIGKILL)
-    with pytest.raises(httpx.HTTPError):
-        httpx.get(f"{stack.url['trainer']}/health", timeout=2)
-    restarted = stack.halo("stack", "up", "-s", "trainer")
-    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+    stack.kill_and_restart_trainer()
     status = stack.wait_run(run_id, {"finished"})
     # 16 episodes in jobs of one episode, 4 jobs per update: exactly 4 updates' worth, counted once
     assert status["episodes_done"] == 16 and status["updates"] == 4

@@ -28,6 +28,10 @@ RUN = "loop-run"
 TIMEOUT_S = 120  # a guard against a hang, not a speed target
 
 
+class Killed(Exception):
+    """Stands for a `kill -9`: the loop stops wherever it is, nothing runs after it."""
+
+
 def new_learner(base_model) -> Learner:
     cfg = LearnerConfig(learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_completion_tokens=8)
     return Learner(copy.deepcopy(base_model), cfg)

@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from halo.schemas import RolloutJob, RolloutResult
 from tests.trainer.loop_harness import (
+    Killed,
     episode,
     infra,
     make_loop,
@@ -24,10 +25,6 @@ from tests.trainer.loop_harness import (
     run_with_worker,
     used_job_ids,
 )
-
-
-class Killed(Exception):
-    """Stands for a `kill -9`: the loop stops wherever it is, nothing runs after it."""
 
 
 @pytest.mark.parametrize("prefetch", [0, 1], ids=["synchronous", "prefetch1"])

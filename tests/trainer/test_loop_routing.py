@@ -15,6 +15,7 @@ from halo.schemas import GroupMode, RolloutJob, RolloutResult
 from halo_trainer.config import EVAL_SEED_OFFSET
 from halo_trainer.loop import LoopStatus
 from tests.trainer.loop_harness import (
+    Killed,
     episode,
     make_loop,
     published_job_ids,
@@ -22,10 +23,6 @@ from tests.trainer.loop_harness import (
     run_with_worker,
     used_job_ids,
 )
-
-
-class Killed(Exception):
-    """Stands for a `kill -9`: the loop stops wherever it is, nothing runs after it."""
 
 
 def metrics_of(run_dir) -> list[dict]:

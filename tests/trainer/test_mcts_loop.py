@@ -29,6 +29,7 @@ from halo_trainer.mcts.tree import Tree
 from tests.conftest import noise_png
 from tests.trainer.loop_harness import (
     RUN,
+    Killed,
     new_learner,
     published_job_ids,
     results_pending,
@@ -156,10 +157,6 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert await results_pending(redis) == 0
     assert loop.status().episodes_done == 4
     await redis.aclose()
-
-
-class Killed(Exception):
-    """The loop dies here, as under kill -9: nothing after this point runs."""
 
 
 async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search_once(
