@@ -63,11 +63,12 @@ class AdminStandIn:
     is killed and restarted in tests/e2e/test_faults.py.
     """
 
-    def __init__(self, base_model: str = "halo-base", root: str = "") -> None:
+    def __init__(self, base_model: str = "halo-base", root: str = "", weight_reload: bool = False) -> None:
         self.base_model = base_model
         self.root = root  # what /v1/models says the base model was loaded from
         self.adapters: set[str] = set()
         self.loads: list[str] = []
+        self.reloads: list[str] = []  # weights folders reloaded in place (dev mode's /collective_rpc)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         app = FastAPI()
@@ -96,15 +97,30 @@ class AdminStandIn:
             self.adapters.discard(body["lora_name"])
             return JSONResponse({})
 
+        if weight_reload:  # vLLM's dev-mode routes, as PolicyClient.publish_weights / reload_weights call them
+
+            @app.post("/collective_rpc")
+            async def collective_rpc(body: dict) -> JSONResponse:
+                path = body["kwargs"]["weights_path"]
+                if body["method"] != "reload_weights" or not (Path(path) / "config.json").exists():
+                    return JSONResponse({"error": {"message": f"cannot reload {path}"}}, status_code=400)
+                self.reloads.append(path)
+                return JSONResponse({"results": [None]})
+
+            @app.post("/pause")
+            @app.post("/resume")
+            @app.post("/abort_requests")
+            async def control() -> dict:
+                return {}
+
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
 
     def restart(self) -> None:
         self.adapters.clear()
 
 
-@pytest.fixture
-async def vllm_admin() -> AsyncIterator[AdminStandIn]:
-    stand_in = AdminStandIn()
+@contextlib.asynccontextmanager
+async def serving(stand_in: AdminStandIn) -> AsyncIterator[AdminStandIn]:
     task = asyncio.create_task(stand_in.server.serve())
     while not stand_in.server.started:
         await asyncio.sleep(0.05)
@@ -112,6 +128,19 @@ async def vllm_admin() -> AsyncIterator[AdminStandIn]:
     stand_in.server.should_exit = True
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+@pytest.fixture
+async def vllm_admin() -> AsyncIterator[AdminStandIn]:
+    async with serving(AdminStandIn()) as stand_in:
+        yield stand_in
+
+
+@pytest.fixture
+async def vllm_admin_reload() -> AsyncIterator[AdminStandIn]:
+    """The stand-in with dev mode's weight-reload routes (a full-weights run's server)."""
+    async with serving(AdminStandIn(weight_reload=True)) as stand_in:
+        yield stand_in
 
 
 @pytest.fixture(scope="session")

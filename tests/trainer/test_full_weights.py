@@ -308,3 +308,19 @@ def test_halo_train_full_weights_flag(tmp_path) -> None:
         env=env,
     )
     assert good.returncode == 1 and "not reachable" in good.stderr, good.stderr
+
+
+def test_the_initial_base_weights_are_the_model_as_loaded(base_model, processor, tmp_path) -> None:
+    """What vLLM gets back when a full-weights run ends: after training, the folder holds the
+    weights as loaded (the trained ones stay in the learner)."""
+    learner = Learner(tiny_model(base_model), config(full_weights=("vision_merger",), full_weights_lr=1e-3))
+    learner.update(group_batch(processor, [1.0, -1.0]))
+    trained = [p.detach().clone() for p in learner.full_params]
+    assert any(
+        not torch.equal(t, base_model.get_parameter(n))
+        for n, t in zip(learner.full_weight_names(), trained, strict=True)
+    )
+    loaded = load_model(learner.save_initial_base_weights(tmp_path / "v0"))
+    for name, param in loaded.named_parameters():
+        assert torch.equal(param, base_model.get_parameter(name)), name
+    assert all(torch.equal(p, t) for p, t in zip(learner.full_params, trained, strict=True))

@@ -380,6 +380,12 @@ class Learner:
         """The trained base-model parameters by their checkpoint name ([] when only LoRA trains)."""
         return list(self._full_names)
 
+    def save_initial_base_weights(self, directory: str | Path) -> Path:
+        """``save_base_weights`` with the full-weight modules at their values as loaded: the weights
+        vLLM must get back when a full-weights run ends (``RunLoop.release_weights``)."""
+        with self.reference_policy():
+            return self.save_base_weights(directory)
+
     def save_base_weights(self, directory: str | Path, *, trained_only: bool = False) -> Path:
         """Write the base model's weights (LoRA not merged) as safetensors with the keys, shapes and
         dtype of the model's own folder, the full-weight modules at their trained values, plus its

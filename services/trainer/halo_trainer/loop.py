@@ -508,6 +508,20 @@ class RunLoop:
         await self._serve(version)
         self.c.version = version
 
+    async def release_weights(self) -> None:
+        """A full-weights run's end: vLLM gets the base weights back as the learner loaded them, and
+        the run's adapter (which named the trained weights) is unloaded. Without this, every later
+        run and every base-model evaluation on that server would sample from this run's weights.
+        Not called when the trainer shuts down: the run resumes, and serves its version again."""
+        if self.c.version == 0 or not self.learner.full_weight_names():
+            return
+        folder = self.run_dir / "weights" / "v0"
+        await asyncio.to_thread(self.learner.save_initial_base_weights, folder)
+        seconds = await self.policy.reload_weights(str(folder))
+        await self.policy.unload_adapter(self._version_record(self.c.version).adapter_name)
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+        logger.info("run %s ended: vLLM serves the base weights again (%.2f s)", self.cfg.run_id, seconds)
+
     async def _retire_old_versions(self, current: int) -> None:
         """Unload adapters too old for any accepted transition (vLLM keeps a bounded number resident).
 

@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
 from pydantic import ValidationError
@@ -32,6 +33,9 @@ from halo_trainer.mcts.search import check_critic
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.trackers import Trackers
 from halo_trainer.trackers import missing as missing_trackers
+
+if TYPE_CHECKING:  # the loop imports torch: loaded when a run starts, not with the API
+    from halo_trainer.loop import RunLoop
 
 logger = logging.getLogger("halo.trainer.runs")
 EVENTS_KEPT = 500
@@ -249,6 +253,17 @@ class RunManager:
                 "(and HALO_TRAINER_TARGET) to the policy server's model"
             )
 
+    @staticmethod
+    async def _release_weights(loop: RunLoop) -> None:
+        """Give vLLM its base weights back after a full-weights run (``RunLoop.release_weights``);
+        a failure is logged, never turned into the run's outcome."""
+        try:
+            await loop.release_weights()
+        except Exception:
+            logger.exception(
+                "run %s: could not give vLLM its base weights back; restart the policy server", loop.cfg.run_id
+            )
+
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         from halo_trainer.loop import LoopStatus, RunLoop
         from halo_trainer.mcts.loop import MctsLoop
@@ -264,6 +279,7 @@ class RunManager:
 
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None
+        loop: RunLoop | None = None
         try:
             status.state = RunState.RUNNING
             await self.registry.save(status)
@@ -291,12 +307,15 @@ class RunManager:
                 # and the loop then ends on the stop event: still a process exit, not a user's stop.
                 return
             status.state = RunState.FINISHED if outcome == "finished" else RunState.STOPPED
+            await self._release_weights(loop)
             await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
         except asyncio.CancelledError:
             raise  # process shutdown: the run stays `running` and resumes on restart
         except Exception as exc:
             logger.exception("run %s failed", cfg.run_id)
             status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+            if loop is not None:
+                await self._release_weights(loop)
         finally:
             self.active.pop(cfg.run_id, None)
             if trackers is not None:
