@@ -26,9 +26,10 @@ process died (restart it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
@@ -447,9 +448,8 @@ class PolicyClient:
         Returns the seconds of each step (``pause_s``, ``reload_s``, ``adapter_s``, ``total_s``).
         """
         started = time.perf_counter()
-        await self._pause()
-        paused = time.perf_counter()
-        try:
+        async with self._paused():
+            paused = time.perf_counter()
             await self._reload(weights_path)
             reloaded = time.perf_counter()
             served = {m["id"] for m in await self.models()}
@@ -462,8 +462,6 @@ class PolicyClient:
             if before_resume is not None:
                 await before_resume()
             await self._http.request("POST", "/abort_requests", json={}, retry=False)
-        finally:
-            await self._http.request("POST", "/resume", retry=True)
         done = time.perf_counter()
         logger.info("weights %s and adapter %s served in %.3fs", weights_path, name, done - started)
         return {
@@ -475,23 +473,26 @@ class PolicyClient:
 
     async def reload_weights(self, weights_path: str) -> float:
         """Reload the base weights alone (no version change: a restore, a test); returns seconds.
-        Under a pause like ``publish_weights``: see ``_pause`` for why a bare reload is unsafe."""
+        Under a pause like ``publish_weights``: see ``_paused`` for why a bare reload is unsafe."""
         started = time.perf_counter()
-        await self._pause()
-        try:
+        async with self._paused():
             await self._reload(weights_path)
-        finally:
-            await self._http.request("POST", "/resume", retry=True)
         return time.perf_counter() - started
 
-    async def _pause(self) -> None:
-        """``/pause?mode=wait&clear_cache=true``: drain requests in flight, queue new ones, and clear
-        the engine's caches. The clearing is not optional: ``reload_weights`` empties the worker's
-        encoder cache but not the scheduler's record of it, and the next request with an image seen
-        before then kills the engine ("Encoder cache miss"); the pause clears both sides."""
+    @contextlib.asynccontextmanager
+    async def _paused(self) -> AsyncIterator[None]:
+        """Inside: the server paused by ``/pause?mode=wait&clear_cache=true`` (requests in flight
+        drained, new ones queued, the engine's caches cleared); ``/resume`` on the way out, also on a
+        failure. The clearing is not optional: ``reload_weights`` empties the worker's encoder cache
+        but not the scheduler's record of it, and the next request with an image seen before then
+        kills the engine ("Encoder cache miss"); the pause clears both sides."""
         await self._http.request(
             "POST", "/pause", params={"mode": "wait", "clear_cache": "true"}, retry=False, timeout_s=600.0
         )
+        try:
+            yield
+        finally:
+            await self._http.request("POST", "/resume", retry=True)
 
     async def _reload(self, weights_path: str) -> None:
         await self._http.request(

@@ -1,11 +1,11 @@
 """Full-weight versions for vLLM's in-place reload: what a folder of base weights must hold.
 
 vLLM's ``reload_weights`` (``PolicyClient.publish_weights``) reads a model folder the way it
-read the one it started from, so a version's folder is a whole Hugging Face model folder: the
-``*.safetensors`` in transformers' naming (``model.visual.*``, ``model.language_model.*``,
-``lm_head.*``) plus the config and processor files copied from the served model. The learner
-writes it (``Learner.save_base_weights``); ``perturbed_weights`` writes a stand-in for a trained
-version, which the parity test and the sync bench use the way they use ``lora.random_adapter``.
+read the one it started from: every base weight as ``*.safetensors`` in transformers' naming
+(``model.visual.*``, ``model.language_model.*``, ``lm_head.*``) with the model's ``config.json``.
+The learner writes it (``Learner.save_base_weights``, through ``full_weights.write_weights``);
+``perturbed_weights`` writes a stand-in for a trained version, which the parity test uses the way it
+uses ``lora.random_adapter``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-VISION_PREFIX = "model.visual."  # the vision tower and its merger, in transformers' Qwen3-VL naming
+from halo_model.full_weights import VISION
+
+VISION_PREFIX = VISION + "."  # the vision tower and its mergers, in transformers' Qwen3-VL naming
 
 
 def copy_model_files(source_dir: str | Path, out_dir: str | Path) -> None:

@@ -64,7 +64,7 @@ async def test_vision_weights_reloaded_in_place_match_the_learner(
 async def test_the_original_weights_come_back(vllm_server: PolicySettings, tiny_model_dir, processor, screenshot_png):
     """After the reloads above (same session server), reloading the model's own folder restores
     the base model's log-probs: what a restarted server would serve. The same screenshot again:
-    a reload outside a pause would kill the engine here (``PolicyClient._pause``)."""
+    a reload outside a pause would kill the engine here (``PolicyClient._paused``)."""
     from halo_model.loading import load_model
 
     async with PolicyClient.from_settings(vllm_server, structured_outputs="regex", max_tokens=48) as client:
