@@ -1,0 +1,426 @@
+"""Which link fails on the moving-target task (issue 22)? A diagnostic, NOT a training path.
+
+On ``local.playground-2`` the Submit button sits in one of 4 quadrants (``slots[seed % 4]``), seen
+only in the screenshot, and GRPO stays at chance (0.25). This script takes the learner alone (no
+vLLM, no env or reward service) and the task's 4 layouts' screenshots (real Chromium, from the
+sites service: ``learning_probe.screenshots``) and measures each link of the chain:
+
+1. ``input``: the processor's image grid (t, h, w), the image tokens, the relative L2 difference of
+   ``pixel_values`` between layouts, and the merged image tokens the button covers (the tokens whose
+   pixel patches differ from every other layout's: the buttons never overlap).
+2. ``tower``: the untrained vision tower's output as the language model receives it, the merged
+   features (``get_image_features().pooler_output``, the embeddings put at the image tokens) and
+   the DeepStack features (added to the first language-model layers' hidden states at the same
+   tokens): the pairwise relative difference at the tokens whose pixels differ vs the rest, and a
+   label-free read-out of the quadrant (the token that deviates most from the other layouts' mean,
+   mapped to the nearest slot). The same for the language model's last hidden state at the image
+   tokens, and the relative difference of its hidden state at the answer's first decision.
+3. ``train``: given a perfect gradient, can the model learn to answer? Teacher-forced
+   cross-entropy toward each layout's correct answer (a left_click at the button's centre in the
+   0-1000 space, closed with ``<|im_end|>``), all 4 layouts per step, under the grammar masks the
+   learner replays. The step is ``Learner.update`` itself (its optimiser, param groups, clipping)
+   with advantage 1 on the target completion at ratio 1: the dr_grpo loss is then exactly the summed
+   token cross-entropy divided by the constant 4 x max_completion_tokens. After each step: the loss
+   per layout (nats), whether greedy decoding would answer the target (argmax of every completion
+   token under teacher forcing == the target token), layouts solved (a blind answer solves 1 of 4)
+   and ``image_tv`` (``learning_probe.image_sensitivity`` on the screen-centre click).
+4. ``gradient``: the image-dependent part of a gradient. For target i on screenshot j, g(i, j) is
+   the gradient of target i's cross-entropy; ``image_share`` = mean over i != j of
+   |g(i, i) - g(i, j)| / |g(i, i)| (how much of a step toward an answer depends on which screenshot
+   it was taken on), and the cosine between the 4 layouts' own gradients g(i, i).
+
+    .venv/bin/halo stack up -s sites
+    .venv/bin/python scripts/vision_diagnostic.py --out var/probe/vision_diagnostic.jsonl --steps 150
+    .venv/bin/python scripts/vision_diagnostic.py --plot docs/img/learning/vision_diagnostic.png var/probe/vision_diagnostic.jsonl
+
+The JSON lines carry a ``kind``: ``input``, ``tower``, ``gradient`` (at step 0 and at the end of
+each setting) and ``step`` (one per evaluation of a setting). ``--plot OUT.png FILE.jsonl ...`` draws
+the loss, the layouts solved and image_tv per step, one line per setting and file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the probe's screenshots and image_tv
+
+from learning_probe import VIEWPORT, fixed_completion, image_sensitivity, make_reward, screenshots
+
+from halo.actions import format_tool_call, from_pixels, parse_action
+from halo.prompts import tool_call_regex
+from halo.schemas import Action
+from halo.settings.policy import PolicySettings
+from halo.settings.trainer import LearnerConfig
+from halo_model.grammar import grammar_masks
+from halo_model.inputs import IMAGE_TOKEN_TYPE, SampleRecord, build_batch
+from halo_model.loading import load_model, load_processor
+from halo_model.logprobs import base_model
+from halo_model.resolution import resolve_model
+from halo_sites.tasks import get_task
+from halo_trainer.learner import Learner, LearnerBatch
+
+MAX_TOKENS = 128  # the probes' sampler max_tokens: dr_grpo's constant normaliser
+SETTINGS = {  # name -> (full_weights, LoRA lr, full-weights lr)
+    "lora": ((), 1e-2, 1e-3),
+    "lora+vision": (("vision",), 1e-2, 1e-3),
+    "all": (("all",), 1e-2, 1e-3),
+}
+
+
+def target_coordinate(config: dict, layout: int) -> tuple[int, int]:
+    """The button's centre on ``layout`` in the policy's 0-1000 coordinate space."""
+    cx, cy = config["slots"][layout % len(config["slots"])]
+    return from_pixels((cx, cy), VIEWPORT)
+
+
+def answer_tokens(processor, coordinate: tuple[int, int]) -> list[int]:
+    """A left_click at ``coordinate``, closed as the model closes an answer (as ``fixed_completion``)."""
+    tok = processor.tokenizer
+    text = format_tool_call(Action(action="left_click", coordinate=coordinate))
+    return tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    """|a - b| / |a| (Frobenius), nan when a is empty."""
+    if a.numel() == 0:
+        return float("nan")
+    return float((a - b).norm() / a.norm().clamp(min=1e-12))
+
+
+def token_grid(grid_thw: list[int], merge: int) -> tuple[int, int]:
+    """(rows, cols) of the merged image tokens of one image."""
+    _, h, w = grid_thw
+    return h // merge, w // merge
+
+
+def quadrant_of_token(index: int, rows: int, cols: int, slots: list) -> int:
+    """The slot nearest to a merged token's centre (the processor keeps the screenshot's aspect)."""
+    r, c = divmod(index, cols)
+    x, y = (c + 0.5) / cols * VIEWPORT.width, (r + 0.5) / rows * VIEWPORT.height
+    return min(range(len(slots)), key=lambda k: (slots[k][0] - x) ** 2 + (slots[k][1] - y) ** 2)
+
+
+def differing_tokens(per_layout: list[torch.Tensor], merge: int) -> tuple[list[list[bool]], list[list[int]]]:
+    """Pairwise: which merged tokens' patches differ; per layout: the tokens differing from every other
+    layout (its own button). ``per_layout[i]``: [patches, D], merge x merge consecutive patches a token."""
+    n = len(per_layout)
+    grouped = [p.reshape(-1, merge * merge, p.shape[-1]) for p in per_layout]  # [tokens, m*m, D]
+    differ = [[None] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            differ[i][j] = (grouped[i] - grouped[j]).abs().amax(dim=(1, 2)) > 1e-6  # [tokens]
+    own = []
+    for i in range(n):
+        mask = torch.stack([differ[i][j] for j in range(n) if j != i]).all(0)
+        own.append(mask.nonzero().flatten().tolist())
+    return differ, own
+
+
+def readout(features: list[torch.Tensor], rows: int, cols: int, slots: list) -> dict:
+    """Label-free quadrant read-out: per layout, the token farthest from the other layouts' mean there,
+    mapped to the nearest slot; plus its distance over the median token's (the contrast)."""
+    stacked = torch.stack(features)  # [layouts, tokens, H]
+    guesses, contrast = [], []
+    for i in range(len(features)):
+        others = torch.cat([stacked[:i], stacked[i + 1 :]]).mean(0)
+        dev = (stacked[i] - others).norm(dim=-1)
+        guesses.append(quadrant_of_token(int(dev.argmax()), rows, cols, slots))
+        median = float(dev.median())
+        contrast.append(float(dev.max()) / median if median > 0 else None)  # None: the rest is identical
+    return {
+        "quadrant_guess": guesses,
+        "correct": sum(g == i for i, g in enumerate(guesses)),
+        "max_over_median_deviation": [None if c is None else round(c, 2) for c in contrast],
+    }
+
+
+def pair_differences(features: list[torch.Tensor], differ) -> dict:
+    """Mean over layout pairs of the relative difference at the tokens whose pixels differ / the rest."""
+    n = len(features)
+    at, rest = [], []
+    for i in range(n):
+        for j in range(i + 1, n):
+            mask = differ[i][j]
+            at.append(rel(features[i][mask], features[j][mask]))
+            rest.append(rel(features[i][~mask], features[j][~mask]))
+    return {
+        "rel_diff_differing_tokens": round(sum(at) / len(at), 5),
+        "rel_diff_other_tokens": round(sum(rest) / len(rest), 5),
+    }
+
+
+def prompts(processor, shots: list[bytes], goal: str, completions: list[list[int]]):
+    return build_batch(processor, [SampleRecord(goal, [], [png], c) for png, c in zip(shots, completions, strict=True)])
+
+
+@torch.no_grad()
+def input_and_tower(learner: Learner, processor, shots: list[bytes], goal: str, config: dict) -> list[dict]:
+    """Links 1 and 2 (see the module docstring) on the learner's model as it is now."""
+    slots = config["slots"]
+    merge = learner._merge
+    batch = prompts(processor, shots, goal, [fixed_completion(processor)] * len(shots))
+    grids = batch.image_grid_thw.tolist()
+    sizes = [t * h * w for t, h, w in grids]
+    pixels = list(torch.split(batch.pixel_values, sizes))
+    rows, cols = token_grid(grids[0], merge)
+    differ, own = differing_tokens(pixels, merge)
+    n = len(shots)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    input_line = {
+        "kind": "input",
+        "image_grid_thw": grids[0],
+        "image_tokens": int((batch.mm_token_type_ids[0] == IMAGE_TOKEN_TYPE).sum()),
+        "token_grid": [rows, cols],
+        "prompt_tokens": batch.prompt_lengths[0],
+        "pixel_rel_l2": {f"{i}-{j}": round(rel(pixels[i], pixels[j]), 4) for i, j in pairs},
+        "differing_tokens_per_pair": {f"{i}-{j}": int(differ[i][j].sum()) for i, j in pairs},
+        "button_tokens": [len(o) for o in own],
+        "button_token_quadrants": [sorted({quadrant_of_token(t, rows, cols, slots) for t in o}) for o in own],
+        "pixel_readout": readout([p.reshape(rows * cols, -1) for p in pixels], rows, cols, slots),
+    }
+
+    core = base_model(learner.model)
+    out = core.model.get_image_features(batch.pixel_values, batch.image_grid_thw, return_dict=True)
+    merged = list(out.pooler_output)
+    tower = {
+        "kind": "tower",
+        "merged": {**pair_differences(merged, differ), "readout": readout(merged, rows, cols, slots)},
+    }
+    for k, feats in enumerate(out.deepstack_features):
+        feats = list(feats)
+        tower[f"deepstack_{k}"] = {**pair_differences(feats, differ), "readout": readout(feats, rows, cols, slots)}
+    hidden = core.model(**batch.model_inputs(), use_cache=False).last_hidden_state  # [B, L, H]
+    image_pos = batch.mm_token_type_ids == IMAGE_TOKEN_TYPE
+    at_image = [hidden[b][image_pos[b]] for b in range(n)]
+    tower["lm_last_hidden_at_image_tokens"] = {
+        **pair_differences(at_image, differ),
+        "readout": readout(at_image, rows, cols, slots),
+    }
+    # The hidden state that predicts the first completion token (identical prompts but the pixels).
+    last = [hidden[b, batch.prompt_lengths[b] - 1] for b in range(n)]
+    tower["lm_last_hidden_at_answer_rel_diff"] = round(sum(rel(last[i], last[j]) for i, j in pairs) / len(pairs), 6)
+    return [input_line, tower]
+
+
+def scored(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token log-probs [B, C] of the batch's completions and the greedy (masked argmax) tokens."""
+    captured: list[torch.Tensor] = []
+    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, o: captured.append(o.detach()))
+    try:
+        logp = learner.logprobs(batch)
+    finally:
+        hook.remove()
+    logits = captured[0].float().masked_fill(~batch.allowed[..., : captured[0].shape[-1]], float("-inf"))
+    return logp, logits.argmax(-1)
+
+
+def gradient_report(learner: Learner, processor, shots: list[bytes], goal: str, completions: list[list[int]]) -> dict:
+    """Link 4: g(i, j) = the gradient of target i's cross-entropy on screenshot j (see the docstring)."""
+    n = len(shots)
+    grads: dict[tuple[int, int], torch.Tensor] = {}
+    for i in range(n):
+        allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completions[i]], learner.vocab_size)
+        for j in range(n):
+            inputs = prompts(processor, [shots[j]], goal, [completions[i]])
+            learner.optimizer.zero_grad(set_to_none=True)
+            logp = learner.logprob_fn(learner.model, inputs, grad=True, allowed=allowed)
+            (-logp.sum()).backward()
+            grads[i, j] = torch.cat(
+                [(p.grad if p.grad is not None else torch.zeros_like(p)).flatten() for p in learner.params]
+            )
+    learner.optimizer.zero_grad(set_to_none=True)
+    share = [
+        float((grads[i, i] - grads[i, j]).norm() / grads[i, i].norm()) for i in range(n) for j in range(n) if j != i
+    ]
+    cos = [
+        float(torch.nn.functional.cosine_similarity(grads[i, i], grads[j, j], dim=0))
+        for i in range(n)
+        for j in range(i + 1, n)
+    ]
+    return {
+        "image_share": round(sum(share) / len(share), 5),
+        "image_share_min_max": [round(min(share), 5), round(max(share), 5)],
+        "own_gradient_cosine_mean": round(sum(cos) / len(cos), 4),
+        "grad_norm_mean": round(sum(float(grads[i, i].norm()) for i in range(n)) / n, 4),
+    }
+
+
+def train_setting(name: str, model_dir: str, processor, shots, goal, config, steps: int, hold: int, emit) -> None:
+    """Link 3 (and 4 at its start and end) for one setting of trained parameters."""
+    full, lr, full_lr = SETTINGS[name]
+    learner = Learner(
+        load_model(model_dir),
+        LearnerConfig(
+            learning_rate=lr,
+            lora_r=8,
+            lora_alpha=16,
+            max_completion_tokens=MAX_TOKENS,
+            full_weights=full,
+            full_weights_lr=full_lr,
+        ),
+    )
+    n = len(shots)
+    targets = [target_coordinate(config, k) for k in range(n)]
+    completions = [answer_tokens(processor, t) for t in targets]
+    reward_of = [make_reward(config, k) for k in range(n)]
+    allowed = grammar_masks(processor.tokenizer, tool_call_regex(), completions, learner.vocab_size)
+    batch = LearnerBatch(inputs=prompts(processor, shots, goal, completions), advantages=torch.ones(n), allowed=allowed)
+    centre = fixed_completion(processor)
+    centre_mask = grammar_masks(processor.tokenizer, tool_call_regex(), [centre], learner.vocab_size)
+    blind = max(sum(r(_click(t)) > 5 for r in reward_of) for t in targets)  # the best single answer
+    emit(
+        {
+            "kind": "gradient",
+            "setting": name,
+            "step": 0,
+            **gradient_report(learner, processor, shots, goal, completions),
+        }
+    )
+    started, held = time.time(), 0
+    for step in range(steps + 1):
+        logp, greedy = scored(learner, batch)
+        mask = batch.inputs.completion_mask
+        ok = ((greedy == batch.inputs.completion_ids) | ~mask).all(-1).tolist()
+        held = held + 1 if all(ok) else 0
+        tv = image_sensitivity(learner, processor, shots, goal, centre, centre_mask)  # before this step's update
+        metrics = {} if step == steps or held >= hold else learner.update(batch)
+        emit(
+            {
+                "kind": "step",
+                "setting": name,
+                "full_weights": list(full),
+                "step": step,
+                "seconds": round(time.time() - started, 1),
+                "loss_per_layout": [round(-float(x), 4) for x in logp.sum(-1)],
+                "greedy_is_target": ok,
+                "layouts_solved": sum(ok),
+                "blind_best": blind,
+                "layouts": n,
+                "image_tv": round(tv, 5),
+                "greedy_answers": [_answer(processor, g[m]) for g, m in zip(greedy, mask, strict=True)],
+                "grad_norm": round(metrics["train/grad_norm"], 4) if metrics else None,
+            }
+        )
+        if not metrics:
+            break
+    emit(
+        {
+            "kind": "gradient",
+            "setting": name,
+            "step": step,
+            **gradient_report(learner, processor, shots, goal, completions),
+        }
+    )
+    if name == "lora+vision":  # did the tower's output change? (links 1-2 on the trained model)
+        for line in input_and_tower(learner, processor, shots, goal, config)[1:]:
+            emit({**line, "setting": name, "step": step})
+
+
+def _answer(processor, tokens: torch.Tensor) -> str:
+    """The teacher-forced greedy tokens as an answer: the action if they parse, else the text."""
+    text = processor.tokenizer.decode(tokens.tolist())
+    action = parse_action(text)
+    return action.short() if isinstance(action, Action) else text[-40:]
+
+
+def _click(coordinate: tuple[int, int]) -> SimpleNamespace:
+    """What ``make_reward`` reads of a sampled candidate: a left_click at ``coordinate``."""
+    return SimpleNamespace(action=Action(action="left_click", coordinate=coordinate))
+
+
+def plot(out: Path, files: list[Path]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (loss_ax, solved_ax, tv_ax) = plt.subplots(1, 3, figsize=(15, 4))
+    for f in files:
+        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        for setting in dict.fromkeys(r["setting"] for r in rows if r.get("kind") == "step"):
+            steps = [r for r in rows if r.get("kind") == "step" and r["setting"] == setting]
+            label = setting if len(files) == 1 else f"{f.stem}: {setting}"
+            xs = [r["step"] for r in steps]
+            loss_ax.plot(xs, [sum(r["loss_per_layout"]) / len(r["loss_per_layout"]) for r in steps], label=label)
+            solved_ax.plot(xs, [r["layouts_solved"] for r in steps], label=label)
+            tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in steps], label=label)
+    loss_ax.set(
+        yscale="log", xlabel="supervised step", ylabel="nats", title="target answer's cross-entropy (mean layout)"
+    )
+    solved_ax.axhline(1, ls="--", c="grey", lw=1, label="best blind answer")
+    solved_ax.set(xlabel="supervised step", ylabel="layouts", title="greedy answer == target (of 4)", ylim=(-0.2, 4.2))
+    tv_ax.set(
+        yscale="log", xlabel="supervised step", ylabel="image_tv", title="how much the screenshot moves the policy"
+    )
+    for ax in (loss_ax, solved_ax, tv_ax):
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    print(f"wrote {out}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="local.playground-2", help="a one-button Playground click task")
+    p.add_argument("--model", default=None, help="model directory (default: the tiny model vLLM serves)")
+    p.add_argument("--settings", default="lora,lora+vision", help=f"comma-separated, of {', '.join(SETTINGS)}")
+    p.add_argument("--steps", type=int, default=150, help="supervised steps per setting (at most)")
+    p.add_argument("--hold", type=int, default=10, help="stop a setting once all layouts are solved this many steps")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (a quiet share of the machine)")
+    p.add_argument("--out", default=None, help="append the JSON lines to this file")
+    p.add_argument(
+        "--plot", nargs="+", metavar="OUT.png FILE.jsonl", help="plot outputs (the first name: the PNG) and exit"
+    )
+    args = p.parse_args()
+    if args.plot:
+        if len(args.plot) < 2:
+            raise SystemExit("--plot needs OUT.png and at least one JSONL file")
+        return plot(Path(args.plot[0]), [Path(f) for f in args.plot[1:]])
+    unknown = [s for s in args.settings.split(",") if s not in SETTINGS]
+    if unknown:
+        raise SystemExit(f"unknown settings {unknown}: choose from {list(SETTINGS)}")
+    try:
+        task = get_task(args.task)
+    except KeyError:
+        raise SystemExit(
+            f"unknown task {args.task!r}: give a Playground click task such as local.playground-2"
+        ) from None
+    if task.config.get("family") != "click" or len(task.config.get("buttons", [])) != 1:
+        raise SystemExit(f"{args.task} is not a one-button Playground click task")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    settings = PolicySettings()
+    model_dir = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
+    layouts = len(task.config["slots"])
+    shots = asyncio.run(screenshots(task, layouts))
+    processor = load_processor(model_dir)
+    out = Path(args.out) if args.out else None
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def emit(line: dict) -> None:
+        line = {"task": args.task, **line}
+        print(json.dumps(line), flush=True)
+        if out:
+            with out.open("a") as fh:
+                fh.write(json.dumps(line) + "\n")
+
+    untrained = Learner(load_model(model_dir), LearnerConfig(lora_r=8, lora_alpha=16, max_completion_tokens=MAX_TOKENS))
+    for line in input_and_tower(untrained, processor, shots, task.goal, task.config):
+        emit({**line, "setting": "untrained", "step": 0})
+    del untrained
+    for name in args.settings.split(","):
+        train_setting(name, model_dir, processor, shots, task.goal, task.config, args.steps, args.hold, emit)
+
+
+if __name__ == "__main__":
+    main()
