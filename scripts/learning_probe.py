@@ -4,16 +4,21 @@ A diagnostic for the learning plumbing without the env and reward services (whic
 CPU per sampled action on a 2-core machine): the real vLLM server samples groups of actions under
 the real grammar, the real learner takes a `dr_grpo` step on them with the replayed grammar masks,
 the new adapter is saved and hot-loaded into vLLM under a new name, and the greedy answer on every
-layout is checked after every update. The task's layouts (one per seed, `slots[seed % len(slots)]`)
-are screenshotted once from the clone server in real Chromium; rewards follow the reward service's
-shaping for a first click (valid 0.1, new state 0.2, 0.3 per near-target ring reached, success 10
-plus the submission milestone 0.3), computed here from the click's geometry instead of the page,
-so an update takes ~10 s instead of a minute.
+checked layout is read after every update. The task's layouts (one per seed) are screenshotted
+once from the clone server in real Chromium, with every button's box read from the page; rewards
+follow the reward service's shaping for a first click (valid 0.1, new state 0.2, 0.3 per
+near-target ring reached, the submission milestone 0.3 for a click on any button, wrong ones
+included, success 10 on the target), computed here from the click's pixel and the boxes instead
+of the page, so an update takes ~10 s instead of a minute.
 
-Group j of update k is sampled on layout (k * groups + j) mod L, so every layout is trained on.
-With one layout (local.playground-1) it shows the plumbing; with several (local.playground-2: 4)
-it asks whether the policy can learn to read the target's position from the screenshot, apart
-from how fast the browser can roll out episodes.
+A one-button task (local.playground-1, -2) puts its button on slot seed % slots: its layouts are
+seeds 0..slots-1, trained on and checked alike. A multi-button task (local.playground-4: OK,
+Cancel, Yes, No dealt onto 4 slots, 24 orderings) trains on seeds 0..pool-1 and checks the greedy
+answer on held-out seeds (from 1,000,000 on, the first whose target lands on each slot), so
+"layouts solved" is held-out success over every target position. Group j of update k is sampled
+on training layout (k * groups + j) mod L. With one layout it shows the plumbing; with several it
+asks whether the policy can learn to read the target's position (or label) from the screenshot,
+apart from how fast the browser can roll out episodes.
 
     .venv/bin/halo stack up -s sites -s policy
     .venv/bin/python scripts/learning_probe.py --task local.playground-2 --updates 100 --out var/probe/moving.jsonl
@@ -41,12 +46,13 @@ import asyncio
 import json
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from playwright.async_api import async_playwright
 
-from halo.actions import format_tool_call
+from halo.actions import format_tool_call, to_pixels
 from halo.policy_client import Candidate, PolicyClient
 from halo.prompts import tool_call_regex
 from halo.schemas import Action, Task, Viewport
@@ -68,45 +74,138 @@ from halo_trainer.objective import group_advantages
 BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
 CLICKS = ("left_click", "double_click", "triple_click")
 VIEWPORT = Viewport()
+HELD_OUT_FROM = 1_000_000  # a multi-button task's held-out seeds start here, far from any training pool
+# The reward service's weights for a Playground transition: configs/rewards/default.yaml (valid,
+# invalid, novelty, success) and playground.yaml (every progress flag the page records pays 0.3).
+VALID, INVALID, NOVELTY, PROGRESS_FLAG, SUCCESS = 0.1, -0.5, 0.2, 0.3, 10.0
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1: page pixels
 
 
-def make_reward(config: dict, layout: int):
-    """The reward service's step reward for a first click on ``layout``, from the click's geometry."""
-    (cx, cy) = config["slots"][layout % len(config["slots"])]
-    width, height = BUTTON_SIZES[config.get("size", "large")]
-    radii = [
-        float(r) for r in ([config["near_radius"]] if isinstance(config["near_radius"], int) else config["near_radius"])
-    ]
+@dataclass(frozen=True)
+class Layout:
+    """One seed's page as the policy sees it: the screenshot, and each button's box read from the page."""
+
+    seed: int
+    png: bytes
+    boxes: dict[str, Box]  # button label -> box
+
+
+def target_label(config: dict) -> str:
+    """The button the task asks for: the app's rule (``config.target``, else the first button)."""
+    return config.get("target") or config["buttons"][0]
+
+
+def button_at(boxes: dict[str, Box], x: float, y: float) -> str | None:
+    """The label of the button under the pixel (x, y), or None for a click beside every button.
+    A box holds its left and top edges, not its right and bottom ones, as Chromium hit-tests it."""
+    return next((label for label, (x0, y0, x1, y1) in boxes.items() if x0 <= x < x1 and y0 <= y < y1), None)
+
+
+def layout_reward(config: dict, boxes: dict[str, Box]):
+    """The reward service's step reward for a first click on a page whose buttons are ``boxes``.
+
+    The first click ends the episode whatever it hits (the page locks: a new state, novelty). A
+    click on any button submits, which records the ``submitted`` flag where the task lists it (a
+    wrong button too); a click beside every button submits nothing. Each near-target ring the
+    click lands in (``near_target`` tasks only, rings round the target's centre) is a flag as
+    well; the target itself is the task's success."""
+    target = target_label(config)
+    x0, y0, x1, y1 = boxes[target]
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    milestones = config.get("milestones", [])
+    near = config.get("near_radius", 250)  # the app's default ring
+    radii = [float(r) for r in (near if isinstance(near, list) else [near])] if "near_target" in milestones else []
+    submitted = PROGRESS_FLAG if "submitted" in milestones else 0.0
 
     def reward(c: Candidate) -> float:
         a = c.action
         if a is None:
-            return -0.5
+            return INVALID
         if a.action not in CLICKS or a.coordinate is None:
-            return 0.1
-        x, y = a.coordinate[0] * VIEWPORT.width / 1000, a.coordinate[1] * VIEWPORT.height / 1000
+            return VALID
+        x, y = to_pixels(a.coordinate, VIEWPORT)  # the pixel the env clicks
         rings = sum(math.hypot(x - cx, y - cy) <= r for r in radii)
-        hit = abs(x - cx) <= width / 2 and abs(y - cy) <= height / 2
-        # a click ends the episode and changes the page (novelty), rings pay 0.3 each, a hit 10 + 0.3
-        return 0.1 + 0.2 + 0.3 * rings + (10.3 if hit else 0.0)
+        on = button_at(boxes, x, y)
+        return (
+            VALID
+            + NOVELTY
+            + PROGRESS_FLAG * rings
+            + (submitted if on is not None else 0.0)
+            + (SUCCESS if on == target else 0.0)
+        )
 
     return reward
 
 
-async def screenshots(task: Task, layouts: int) -> list[bytes]:
-    """One screenshot per layout (seed 0..layouts-1), reset as the env service does: real Chromium."""
+def make_reward(config: dict, layout: int):
+    """The step reward for a first click on a one-button task's ``layout`` (its button at slot
+    ``layout``, sized as style.css sizes it), without a page."""
+    (cx, cy) = config["slots"][layout % len(config["slots"])]
+    width, height = BUTTON_SIZES[config.get("size", "large")]
+    box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
+    return layout_reward(config, {target_label(config): box})
+
+
+def target_slot(config: dict, layout: Layout) -> int:
+    """Which of the task's slots the target button sits on (the slot nearest to its box's centre)."""
+    x0, y0, x1, y1 = layout.boxes[target_label(config)]
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    return min(range(len(config["slots"])), key=lambda i: math.dist(config["slots"][i], (cx, cy)))
+
+
+def held_out_seeds(slot_of_seed: list[tuple[int, int]], slots: int) -> list[int] | None:
+    """The first seed (in the order given) whose target lands on each slot, slot by slot; None
+    while some slot has none yet."""
+    first: dict[int, int] = {}
+    for seed, slot in slot_of_seed:
+        first.setdefault(slot, seed)
+    return [first[s] for s in range(slots)] if len(first) == slots else None
+
+
+async def capture(task: Task, seeds) -> list[Layout]:
+    """One layout per seed, reset as the env service does: real Chromium. The buttons' boxes come
+    from the page (``data-label``), so the probe never re-implements the app's seeded shuffle."""
     env = EnvSettings()
     backend = LocalCloneBackend(env.sites_url)
-    shots = []
+    layouts = []
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=env.chromium_path or None, args=list(env.chromium_args))
-        for seed in range(layouts):
+        for seed in seeds:
             page = await browser.new_page(viewport={"width": VIEWPORT.width, "height": VIEWPORT.height})
             await backend.setup(page, task, "probe", seed)
-            shots.append(await page.screenshot(type="png", caret="hide"))
+            png = await page.screenshot(type="png", caret="hide")
+            boxes = {}
+            for button in await page.locator("[data-label]").all():
+                b = await button.bounding_box()
+                boxes[await button.get_attribute("data-label")] = (
+                    b["x"],
+                    b["y"],
+                    b["x"] + b["width"],
+                    b["y"] + b["height"],
+                )
+            layouts.append(Layout(seed, png, boxes))
             await page.close()
         await browser.close()
-    return shots
+    return layouts
+
+
+async def screenshots(task: Task, layouts: int) -> list[bytes]:
+    """One screenshot per layout (seed 0..layouts-1), reset as the env service does: real Chromium."""
+    return [layout.png for layout in await capture(task, range(layouts))]
+
+
+async def held_out_layouts(task: Task) -> list[Layout]:
+    """A multi-button task's checked layouts: from seed HELD_OUT_FROM on, the first seed whose
+    target lands on each slot (slot order), so the greedy check covers every target position once."""
+    seen: dict[int, Layout] = {}
+    for start in range(HELD_OUT_FROM, HELD_OUT_FROM + 1600, 16):
+        seen |= {layout.seed: layout for layout in await capture(task, range(start, start + 16))}
+        slots = [(seed, target_slot(task.config, layout)) for seed, layout in seen.items()]
+        chosen = held_out_seeds(slots, len(task.config["slots"]))
+        if chosen is not None:
+            return [seen[seed] for seed in chosen]
+    raise SystemExit(f"{task.id}: no seed from {HELD_OUT_FROM} on puts the target on some slot")
 
 
 def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed) -> float:
@@ -186,9 +285,9 @@ def plot(out: Path, files: list[Path]) -> None:
         hit_ax.plot(xs, [r["sampled_hit_rate"] for r in rows], label=f.stem)
     tv_ax.set(yscale="log", xlabel="update", ylabel="image_tv", title="how much the screenshot moves the policy")
     solved_ax.set(
-        xlabel="update", ylabel="share of layouts solved", title="greedy answer, every layout", ylim=(-0.05, 1.05)
+        xlabel="update", ylabel="share of layouts solved", title="greedy answer, checked layouts", ylim=(-0.05, 1.05)
     )
-    solved_ax.axhline(0.25, ls="--", c="grey", lw=1, label="chance (one quadrant)")
+    solved_ax.axhline(0.25, ls="--", c="grey", lw=1, label="chance (one slot of 4)")
     hit_ax.set(xlabel="update", ylabel="sampled hit rate", title="sampled actions on the button")
     for ax in (tv_ax, solved_ax, hit_ax):
         ax.legend(fontsize=7)
@@ -210,6 +309,9 @@ async def main() -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--no-mask", action="store_true", help="do not replay the grammar (the old behaviour)")
     p.add_argument("--task", default="local.playground-1", help="a Playground click task")
+    p.add_argument(
+        "--pool", type=int, default=96, help="a multi-button task's training seeds (0..pool-1; one-button: its slots)"
+    )
     p.add_argument("--adapters", default=str(REPO_ROOT / "var/probe"), help="where adapters are written")
     p.add_argument("--out", default=None, help="also append the JSON lines to this file")
     p.add_argument(
@@ -234,11 +336,16 @@ async def main() -> None:
         raise SystemExit(
             f"unknown task {args.task!r}: give a Playground click task such as local.playground-2"
         ) from None
-    if task.config.get("family") != "click" or len(task.config.get("buttons", [])) != 1:
-        raise SystemExit(f"{args.task} is not a one-button Playground click task")
-    layouts = len(task.config["slots"])
-    rewards_of = [make_reward(task.config, k) for k in range(layouts)]
-    shots = await screenshots(task, layouts)
+    if task.config.get("family") != "click" or not task.config.get("buttons"):
+        raise SystemExit(f"{args.task} is not a Playground click task")
+    if args.pool < 1:
+        raise SystemExit("--pool must be at least 1")
+    if len(task.config["buttons"]) == 1:  # seed k puts the button on slot k: train and check every layout
+        train = checked = await capture(task, range(len(task.config["slots"])))
+    else:  # the buttons' orderings outnumber the slots: train on a pool, check on unseen seeds
+        train, checked = await capture(task, range(args.pool)), await held_out_layouts(task)
+    rewards_of = {layout.seed: layout_reward(task.config, layout.boxes) for layout in [*train, *checked]}
+    shots = [layout.png for layout in checked]
     goal = task.goal
     processor = load_processor(model)
     if args.run:
@@ -269,6 +376,7 @@ async def main() -> None:
     async with PolicyClient.from_settings(settings, structured_outputs="regex", max_tokens=max_tokens) as client:
         for k in range(args.updates + 1):
             greedy = [(await client.sample_single(png, goal, [], model=name))[0] for png in shots]
+            solved = [rewards_of[layout.seed](g) > 5 for layout, g in zip(checked, greedy, strict=True)]
             first = greedy[0].token_ids
             sensitivity = image_sensitivity(
                 learner,
@@ -278,10 +386,10 @@ async def main() -> None:
                 first,
                 grammar_masks(processor.tokenizer, tool_call_regex(), [first], learner.vocab_size),
             )
-            groups = [(k * args.groups + j) % layouts for j in range(args.groups)]
+            groups = [train[(k * args.groups + j) % len(train)] for j in range(args.groups)]
             results = [
                 await client.sample_actions(
-                    shots[layout],
+                    layout.png,
                     goal,
                     [],
                     n=args.num_generations,
@@ -291,15 +399,29 @@ async def main() -> None:
                 )
                 for j, layout in enumerate(groups)
             ]
-            rewards = [[rewards_of[layout](c) for c in r.candidates] for layout, r in zip(groups, results, strict=True)]
+            rewards = [
+                [rewards_of[layout.seed](c) for c in r.candidates] for layout, r in zip(groups, results, strict=True)
+            ]
             flat = [x for group in rewards for x in group]
+            on_buttons = [
+                c.action is not None
+                and c.action.action in CLICKS
+                and c.action.coordinate is not None
+                and button_at(layout.boxes, *to_pixels(c.action.coordinate, VIEWPORT)) is not None
+                for layout, r in zip(groups, results, strict=True)
+                for c in r.candidates
+            ]
             line = {
                 "update": k,
                 "seconds": round(time.time() - started, 1),
                 "greedy": [g.action.short() if g.action else g.text[:60] for g in greedy],
-                "greedy_layouts_solved": sum(rewards_of[i](g) > 5 for i, g in enumerate(greedy)),
-                "layouts": layouts,
+                "greedy_layouts_solved": sum(solved),
+                "layouts": len(checked),
+                "checked_seeds": [layout.seed for layout in checked],
+                "solved_seeds": [layout.seed for layout, ok in zip(checked, solved, strict=True) if ok],
+                "train_seeds": [layout.seed for layout in groups],
                 "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
+                "sampled_button_rate": sum(on_buttons) / len(on_buttons),  # any button: a wrong one submits too
                 "mean_reward": round(sum(flat) / len(flat), 3),
                 "image_tv": round(sensitivity, 4),
             }
@@ -311,7 +433,7 @@ async def main() -> None:
                 break
             candidates = [c for r in results for c in r.candidates]
             records = [
-                SampleRecord(goal, [], [shots[layout]], c.token_ids, r.prompt_token_ids)
+                SampleRecord(goal, [], [layout.png], c.token_ids, r.prompt_token_ids)
                 for layout, r in zip(groups, results, strict=True)
                 for c in r.candidates
             ]
