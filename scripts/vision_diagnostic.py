@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ from halo_trainer.learner import Learner, LearnerBatch
 MAX_TOKENS = 128  # the probes' sampler max_tokens: dr_grpo's constant normaliser
 SETTINGS = {  # name -> (full_weights, LoRA lr, full-weights lr)
     "lora": ((), 1e-2, 1e-3),
+    "lora-lr1e-3": ((), 1e-3, 1e-3),
     "lora+vision": (("vision",), 1e-2, 1e-3),
     "all": (("all",), 1e-2, 1e-3),
 }
@@ -207,7 +209,34 @@ def input_and_tower(learner: Learner, processor, shots: list[bytes], goal: str, 
     # The hidden state that predicts the first completion token (identical prompts but the pixels).
     last = [hidden[b, batch.prompt_lengths[b] - 1] for b in range(n)]
     tower["lm_last_hidden_at_answer_rel_diff"] = round(sum(rel(last[i], last[j]) for i, j in pairs) / len(pairs), 6)
+    tower["answer_attention"] = answer_attention(core, batch, own)
     return [input_line, tower]
+
+
+@torch.no_grad()
+def answer_attention(core, batch, own: list[list[int]]) -> dict:
+    """Per language-model layer, the attention mass (mean over heads and layouts) that the position
+    predicting the answer's first token puts on the image tokens and on the layout's own button
+    tokens, beside the share each set would get from uniform attention."""
+    previous = core.config._attn_implementation
+    core.set_attn_implementation("eager")  # sdpa returns no attention weights
+    try:
+        attentions = core.model(**batch.model_inputs(), use_cache=False, output_attentions=True).attentions
+    finally:
+        core.set_attn_implementation(previous)
+    image = batch.mm_token_type_ids == IMAGE_TOKEN_TYPE
+    button = torch.zeros_like(image)
+    for b, tokens in enumerate(own):
+        positions = image[b].nonzero().flatten()
+        button[b, positions[tokens]] = True
+    last = torch.tensor(batch.prompt_lengths) - 1
+    rows = [a[torch.arange(len(last)), :, last, :] for a in attentions]  # per layer [B, heads, L]
+    return {
+        "image_mass": [round(float((r * image[:, None]).sum(-1).mean()), 4) for r in rows],
+        "button_mass": [round(float((r * button[:, None]).sum(-1).mean()), 5) for r in rows],
+        "uniform_image_share": round(float(image[0].sum()) / int(batch.prompt_lengths[0]), 4),
+        "uniform_button_share": round(sum(len(o) for o in own) / len(own) / int(batch.prompt_lengths[0]), 5),
+    }
 
 
 def scored(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, torch.Tensor]:
@@ -276,6 +305,9 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
     centre = fixed_completion(processor)
     centre_mask = grammar_masks(processor.tokenizer, tool_call_regex(), [centre], learner.vocab_size)
     blind = max(sum(r(_click(t)) > 5 for r in reward_of) for t in targets)  # the best single answer
+    # A screenshot-blind policy gives every layout the same distribution over answers: its lowest
+    # mean cross-entropy is ln(distinct targets) (uniform over them). Below it, the image is used.
+    floor = math.log(len(set(targets)))
     emit(
         {
             "kind": "gradient",
@@ -303,6 +335,8 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
                 "greedy_is_target": ok,
                 "layouts_solved": sum(ok),
                 "blind_best": blind,
+                "mean_loss": round(-float(logp.sum(-1).mean()), 4),
+                "blind_floor_loss": round(floor, 4),
                 "layouts": n,
                 "image_tv": round(tv, 5),
                 "greedy_answers": [_answer(processor, g[m]) for g, m in zip(greedy, mask, strict=True)],
@@ -319,9 +353,8 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
             **gradient_report(learner, processor, shots, goal, completions),
         }
     )
-    if name == "lora+vision":  # did the tower's output change? (links 1-2 on the trained model)
-        for line in input_and_tower(learner, processor, shots, goal, config)[1:]:
-            emit({**line, "setting": name, "step": step})
+    for line in input_and_tower(learner, processor, shots, goal, config)[1:]:  # link 2 on the trained model
+        emit({**line, "setting": name, "step": step})
 
 
 def _answer(processor, tokens: torch.Tensor) -> str:
@@ -343,15 +376,19 @@ def plot(out: Path, files: list[Path]) -> None:
     import matplotlib.pyplot as plt
 
     fig, (loss_ax, solved_ax, tv_ax) = plt.subplots(1, 3, figsize=(15, 4))
+    floors = set()
     for f in files:
         rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         for setting in dict.fromkeys(r["setting"] for r in rows if r.get("kind") == "step"):
             steps = [r for r in rows if r.get("kind") == "step" and r["setting"] == setting]
             label = setting if len(files) == 1 else f"{f.stem}: {setting}"
             xs = [r["step"] for r in steps]
-            loss_ax.plot(xs, [sum(r["loss_per_layout"]) / len(r["loss_per_layout"]) for r in steps], label=label)
-            solved_ax.plot(xs, [r["layouts_solved"] for r in steps], label=label)
-            tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in steps], label=label)
+            loss_ax.plot(xs, [sum(r["loss_per_layout"]) / len(r["loss_per_layout"]) for r in steps], lw=1, label=label)
+            solved_ax.plot(xs, [r["layouts_solved"] for r in steps], lw=1, label=label)
+            tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in steps], lw=1, label=label)
+            floors.add(steps[0].get("blind_floor_loss", round(math.log(steps[0]["layouts"]), 4)))
+    for floor in floors:
+        loss_ax.axhline(floor, ls="--", c="grey", lw=1, label=f"best screenshot-blind loss ({floor:.3f})")
     loss_ax.set(
         yscale="log", xlabel="supervised step", ylabel="nats", title="target answer's cross-entropy (mean layout)"
     )
