@@ -14,7 +14,8 @@ sites service: ``learning_probe.screenshots``) and measures each link of the cha
    tokens): the pairwise relative difference at the tokens whose pixels differ vs the rest, and a
    label-free read-out of the quadrant (the token that deviates most from the other layouts' mean,
    mapped to the nearest slot). The same for the language model's last hidden state at the image
-   tokens, and the relative difference of its hidden state at the answer's first decision.
+   tokens, the relative difference of its hidden state at the answer's first decision, and the
+   attention mass that position puts on the image and button tokens per layer (``answer_attention``).
 3. ``train``: given a perfect gradient, can the model learn to answer? Teacher-forced
    cross-entropy toward each layout's correct answer (a left_click at the button's centre in the
    0-1000 space, closed with ``<|im_end|>``), all 4 layouts per step, under the grammar masks the
@@ -22,15 +23,21 @@ sites service: ``learning_probe.screenshots``) and measures each link of the cha
    with advantage 1 on the target completion at ratio 1: the dr_grpo loss is then exactly the summed
    token cross-entropy divided by the constant 4 x max_completion_tokens. After each step: the loss
    per layout (nats), whether greedy decoding would answer the target (argmax of every completion
-   token under teacher forcing == the target token), layouts solved (a blind answer solves 1 of 4)
-   and ``image_tv`` (``learning_probe.image_sensitivity`` on the screen-centre click).
+   token under teacher forcing == the target token), layouts solved (a blind answer solves 1 of 4;
+   near the blind optimum the argmax flips between answers, so a lucky 2-4 of 4 shows up: the loss
+   tells), the mean loss beside ``blind_floor_loss`` = ln(distinct targets), the lowest mean loss a
+   policy that ignores the screenshot can reach (below it the image is used), and ``image_tv``
+   (``learning_probe.image_sensitivity`` on the screen-centre click, before the step's update).
+   Settings (``--settings``): ``lora`` (r 8, alpha 16, lr 1e-2 as in the probes), ``lora-lr1e-3``,
+   ``lora+vision`` (``full_weights=("vision",)`` at 1e-3), ``all`` (every weight at 1e-3).
 4. ``gradient``: the image-dependent part of a gradient. For target i on screenshot j, g(i, j) is
    the gradient of target i's cross-entropy; ``image_share`` = mean over i != j of
    |g(i, i) - g(i, j)| / |g(i, i)| (how much of a step toward an answer depends on which screenshot
    it was taken on), and the cosine between the 4 layouts' own gradients g(i, i).
 
     .venv/bin/halo stack up -s sites
-    .venv/bin/python scripts/vision_diagnostic.py --out var/probe/vision_diagnostic.jsonl --steps 150
+    .venv/bin/python scripts/vision_diagnostic.py --out var/probe/vision_diagnostic.jsonl --steps 400 \
+        --settings lora,lora-lr1e-3,lora+vision,all
     .venv/bin/python scripts/vision_diagnostic.py --plot docs/img/learning/vision_diagnostic.png var/probe/vision_diagnostic.jsonl
 
 The JSON lines carry a ``kind``: ``input``, ``tower``, ``gradient`` (at step 0 and at the end of
@@ -369,7 +376,7 @@ def _click(coordinate: tuple[int, int]) -> SimpleNamespace:
     return SimpleNamespace(action=Action(action="left_click", coordinate=coordinate))
 
 
-def plot(out: Path, files: list[Path]) -> None:
+def plot(out: Path, files: list[Path], title: str | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -399,6 +406,8 @@ def plot(out: Path, files: list[Path]) -> None:
     )
     for ax in (loss_ax, solved_ax, tv_ax):
         ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=100)
@@ -413,15 +422,17 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=150, help="supervised steps per setting (at most)")
     p.add_argument("--hold", type=int, default=10, help="stop a setting once all layouts are solved this many steps")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (a quiet share of the machine)")
+    p.add_argument("--seed", type=int, default=0, help="torch seed (the LoRA A matrices' initialisation)")
     p.add_argument("--out", default=None, help="append the JSON lines to this file")
     p.add_argument(
         "--plot", nargs="+", metavar="OUT.png FILE.jsonl", help="plot outputs (the first name: the PNG) and exit"
     )
+    p.add_argument("--title", default=None, help="a title over the plot (the run's conditions, e.g. the load)")
     args = p.parse_args()
     if args.plot:
         if len(args.plot) < 2:
             raise SystemExit("--plot needs OUT.png and at least one JSONL file")
-        return plot(Path(args.plot[0]), [Path(f) for f in args.plot[1:]])
+        return plot(Path(args.plot[0]), [Path(f) for f in args.plot[1:]], args.title)
     unknown = [s for s in args.settings.split(",") if s not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown settings {unknown}: choose from {list(SETTINGS)}")
@@ -434,7 +445,7 @@ def main() -> None:
     if task.config.get("family") != "click" or len(task.config.get("buttons", [])) != 1:
         raise SystemExit(f"{args.task} is not a one-button Playground click task")
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     settings = PolicySettings()
     model_dir = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
     layouts = len(task.config["slots"])
@@ -445,7 +456,7 @@ def main() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
 
     def emit(line: dict) -> None:
-        line = {"task": args.task, **line}
+        line = {"task": args.task, "seed": args.seed, **line}
         print(json.dumps(line), flush=True)
         if out:
             with out.open("a") as fh:
