@@ -85,8 +85,9 @@ class TinyModelParams:
     vision_intermediate_size: int = 128
     deepstack_visual_indexes: tuple[int, ...] = (0, 1)
     num_position_embeddings: int = 576  # 24 x 24 learned vision position grid (interpolated)
-    # Images are resized (aspect kept, sides multiples of 32) to at most this many pixels: a
-    # 1280x720 screenshot becomes 448x256 = 112 vision tokens. The same processor config is read
+    # Images are resized (aspect kept, sides floored to multiples of 32) to at most this many
+    # pixels: a 1280x720 screenshot becomes 448x224 = 98 vision tokens (7 x 14 after the 2x2 merge,
+    # measured by scripts/vision_diagnostic.py). The same processor config is read
     # by vLLM and by the learner, so both sides see identical pixels and token counts.
     max_pixels: int = 448 * 256
     min_pixels: int = 32 * 32 * 4
