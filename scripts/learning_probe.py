@@ -265,7 +265,7 @@ def run_image_tv(run_dir: Path, model: str, shots: list[bytes], goal: str, proce
                 learner.load_base_weights(ckpt.full_weights_dir)
         allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completion], learner.vocab_size)
         tv = image_sensitivity(learner, processor, shots, goal, completion, allowed)
-        lines.append({"run": run_dir.name, "update": 0 if ckpt is None else ckpt.step, "image_tv": round(tv, 5)})
+        lines.append({"run": run_dir.name, "update": 0 if ckpt is None else ckpt.step, "image_tv": float(f"{tv:.4g}")})
         print(json.dumps(lines[-1]), flush=True)
     return lines
 
@@ -423,7 +423,7 @@ async def main() -> None:
                 "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
                 "sampled_button_rate": sum(on_buttons) / len(on_buttons),  # any button: a wrong one submits too
                 "mean_reward": round(sum(flat) / len(flat), 3),
-                "image_tv": round(sensitivity, 4),
+                "image_tv": float(f"{sensitivity:.4g}"),  # 4 significant digits: it falls by decades
             }
             print(json.dumps(line), flush=True)
             if out:
