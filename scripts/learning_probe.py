@@ -235,9 +235,10 @@ def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str
     return float(tv.max(0).values[decisions[: tv.shape[1]]].mean())
 
 
-def fixed_completion(processor) -> list[int]:
-    """The tokens of a click at the screen's centre, closed as the model closes an answer."""
-    text = format_tool_call(Action(action="left_click", coordinate=(500, 500)))
+def fixed_completion(processor, coordinate: tuple[int, int] = (500, 500)) -> list[int]:
+    """The tokens of a left_click at ``coordinate`` (the screen's centre by default), closed as the
+    model closes an answer."""
+    text = format_tool_call(Action(action="left_click", coordinate=coordinate))
     tok = processor.tokenizer
     return tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
 

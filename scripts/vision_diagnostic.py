@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the 
 
 from learning_probe import VIEWPORT, fixed_completion, image_sensitivity, make_reward, screenshots
 
-from halo.actions import format_tool_call, from_pixels, parse_action
+from halo.actions import from_pixels, parse_action
 from halo.prompts import tool_call_regex
 from halo.schemas import Action
 from halo.settings.policy import PolicySettings
@@ -88,13 +88,6 @@ def target_coordinate(config: dict, layout: int) -> tuple[int, int]:
     """The button's centre on ``layout`` in the policy's 0-1000 coordinate space."""
     cx, cy = config["slots"][layout % len(config["slots"])]
     return from_pixels((cx, cy), VIEWPORT)
-
-
-def answer_tokens(processor, coordinate: tuple[int, int]) -> list[int]:
-    """A left_click at ``coordinate``, closed as the model closes an answer (as ``fixed_completion``)."""
-    tok = processor.tokenizer
-    text = format_tool_call(Action(action="left_click", coordinate=coordinate))
-    return tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -305,7 +298,7 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
     )
     n = len(shots)
     targets = [target_coordinate(config, k) for k in range(n)]
-    completions = [answer_tokens(processor, t) for t in targets]
+    completions = [fixed_completion(processor, t) for t in targets]
     reward_of = [make_reward(config, k) for k in range(n)]
     allowed = grammar_masks(processor.tokenizer, tool_call_regex(), completions, learner.vocab_size)
     batch = LearnerBatch(inputs=prompts(processor, shots, goal, completions), advantages=torch.ones(n), allowed=allowed)
