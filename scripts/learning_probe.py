@@ -283,13 +283,17 @@ def plot(out: Path, files: list[Path]) -> None:
         xs = [r["update"] for r in rows]
         tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in rows], label=f.stem)
         solved_ax.plot(xs, [r["greedy_layouts_solved"] / r["layouts"] for r in rows], label=f.stem)
-        hit_ax.plot(xs, [r["sampled_hit_rate"] for r in rows], label=f.stem)
+        (line,) = hit_ax.plot(xs, [r["sampled_hit_rate"] for r in rows], label=f"{f.stem}: target")
+        if all("sampled_button_rate" in r for r in rows):  # multi-button tasks: any button, dashed
+            hit_ax.plot(
+                xs, [r["sampled_button_rate"] for r in rows], ls="--", c=line.get_color(), label=f"{f.stem}: any button"
+            )
     tv_ax.set(yscale="log", xlabel="update", ylabel="image_tv", title="how much the screenshot moves the policy")
     solved_ax.set(
         xlabel="update", ylabel="share of layouts solved", title="greedy answer, checked layouts", ylim=(-0.05, 1.05)
     )
     solved_ax.axhline(0.25, ls="--", c="grey", lw=1, label="chance (one slot of 4)")
-    hit_ax.set(xlabel="update", ylabel="sampled hit rate", title="sampled actions on the button")
+    hit_ax.set(xlabel="update", ylabel="share of samples", title="sampled actions on the target (and on any button)")
     for ax in (tv_ax, solved_ax, hit_ax):
         ax.legend(fontsize=7)
     fig.tight_layout()
