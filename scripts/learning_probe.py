@@ -91,6 +91,19 @@ class Layout:
     boxes: dict[str, Box]  # button label -> box
 
 
+def click_task(name: str, one_button: bool = False) -> Task:
+    """The Playground click task ``name``; a clear exit for any other name (or, with ``one_button``,
+    for a task with several buttons)."""
+    try:
+        task = get_task(name)
+    except KeyError:
+        raise SystemExit(f"unknown task {name!r}: give a Playground click task such as local.playground-2") from None
+    buttons = task.config.get("buttons") or []
+    if task.config.get("family") != "click" or not buttons or (one_button and len(buttons) != 1):
+        raise SystemExit(f"{name} is not a {'one-button ' if one_button else ''}Playground click task")
+    return task
+
+
 def target_label(config: dict) -> str:
     """The button the task asks for: the app's rule (``config.target``, else the first button)."""
     return config.get("target") or config["buttons"][0]
@@ -335,14 +348,7 @@ async def main() -> None:
 
     settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
     model = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
-    try:
-        task = get_task(args.task)
-    except KeyError:
-        raise SystemExit(
-            f"unknown task {args.task!r}: give a Playground click task such as local.playground-2"
-        ) from None
-    if task.config.get("family") != "click" or not task.config.get("buttons"):
-        raise SystemExit(f"{args.task} is not a Playground click task")
+    task = click_task(args.task)
     if args.pool < 1:
         raise SystemExit("--pool must be at least 1")
     if len(task.config["buttons"]) == 1:  # seed k puts the button on slot k: train and check every layout

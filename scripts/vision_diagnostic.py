@@ -60,7 +60,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the probe's screenshots and image_tv
 
-from learning_probe import VIEWPORT, fixed_completion, image_sensitivity, make_reward, screenshots
+from learning_probe import VIEWPORT, click_task, fixed_completion, image_sensitivity, make_reward, screenshots
 
 from halo.actions import from_pixels, parse_action
 from halo.prompts import tool_call_regex
@@ -72,7 +72,6 @@ from halo_model.inputs import IMAGE_TOKEN_TYPE, SampleRecord, build_batch
 from halo_model.loading import load_model, load_processor
 from halo_model.logprobs import base_model
 from halo_model.resolution import resolve_model
-from halo_sites.tasks import get_task
 from halo_trainer.learner import Learner, LearnerBatch
 
 MAX_TOKENS = 128  # the probes' sampler max_tokens: dr_grpo's constant normaliser
@@ -429,14 +428,7 @@ def main() -> None:
     unknown = [s for s in args.settings.split(",") if s not in SETTINGS]
     if unknown:
         raise SystemExit(f"unknown settings {unknown}: choose from {list(SETTINGS)}")
-    try:
-        task = get_task(args.task)
-    except KeyError:
-        raise SystemExit(
-            f"unknown task {args.task!r}: give a Playground click task such as local.playground-2"
-        ) from None
-    if task.config.get("family") != "click" or len(task.config.get("buttons", [])) != 1:
-        raise SystemExit(f"{args.task} is not a one-button Playground click task")
+    task = click_task(args.task, one_button=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     settings = PolicySettings()
