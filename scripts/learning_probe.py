@@ -422,6 +422,12 @@ async def main() -> None:
                 for layout, r in zip(groups, results, strict=True)
                 for c in r.candidates
             ]
+            # Where the update's learning signal comes from: a group whose rewards are all equal has
+            # zero advantage (no gradient); only groups that mix hits and misses carry the hit signal.
+            advantages = [group_advantages(torch.tensor(g)) for g in rewards]
+            hits = [sum(x > 5 for x in g) for g in rewards]
+            mass = [float(a.abs().sum()) for a in advantages]
+            mixed = sum(m for m, h in zip(mass, hits, strict=True) if 0 < h < len(rewards[0]))
             line = {
                 "update": k,
                 "seconds": round(time.time() - started, 1),
@@ -434,6 +440,9 @@ async def main() -> None:
                 "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
                 "sampled_button_rate": sum(on_buttons) / len(on_buttons),  # any button: a wrong one submits too
                 "mean_reward": round(sum(flat) / len(flat), 3),
+                "group_hits": hits,
+                "groups_without_signal": sum(m == 0 for m in mass),
+                "hit_signal_share": round(mixed / sum(mass), 4) if sum(mass) else 0.0,  # |advantage| in mixed groups
                 "image_tv": float(f"{sensitivity:.4g}"),  # 4 significant digits: it falls by decades
             }
             print(json.dumps(line), flush=True)
@@ -459,7 +468,7 @@ async def main() -> None:
             learner.update(
                 LearnerBatch(
                     inputs=build_batch(processor, records),
-                    advantages=torch.cat([group_advantages(torch.tensor(g)) for g in rewards]),
+                    advantages=torch.cat(advantages),
                     behaviour_logprobs=None if args.no_mask else behaviour,  # unmasked: ratio 1
                     allowed=allowed,
                 )
