@@ -76,7 +76,12 @@ async def test_unknown_model_is_model_not_found(vllm_server: PolicySettings) -> 
 @pytest.mark.slow
 @pytest.mark.vllm
 async def test_timeout_is_policy_timeout(vllm_server: PolicySettings) -> None:
-    async with PolicyClient.from_settings(vllm_server, timeout_s=0.001, max_retries=1, backoff_s=0.01) as client:
+    # No grammar: the random tiny model writes up to 200 tokens x 8, seconds on a CPU. Under the
+    # cpu target's regex grammar an answer ends after ~20 tokens, and on a loaded machine the
+    # client's event loop could wake after the whole answer had arrived (seen once at load ~10).
+    async with PolicyClient.from_settings(
+        vllm_server, structured_outputs="off", timeout_s=0.001, max_retries=1, backoff_s=0.01
+    ) as client:
         with pytest.raises(ServiceTimeout, match="timed out"):
             await client.sample_actions(PNG_1x1, "goal", n=8, max_tokens=200)
 
