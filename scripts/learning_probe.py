@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import math
 import time
@@ -59,6 +60,7 @@ from halo.schemas import Action, Task, Viewport
 from halo.settings import REPO_ROOT
 from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
+from halo.settings.reward import RewardSettings
 from halo.settings.trainer import LearnerConfig
 from halo_env.backends.local import LocalCloneBackend
 from halo_model.grammar import grammar_masks
@@ -66,6 +68,7 @@ from halo_model.inputs import SampleRecord, build_batch
 from halo_model.loading import load_model, load_processor
 from halo_model.logprobs import base_model
 from halo_model.resolution import resolve_model
+from halo_reward.rules import DomainRules, RuleBook
 from halo_sites.tasks import get_task
 from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.learner import Learner, LearnerBatch
@@ -75,9 +78,7 @@ BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground'
 CLICKS = ("left_click", "double_click", "triple_click")
 VIEWPORT = Viewport()
 HELD_OUT_FROM = 1_000_000  # a multi-button task's held-out seeds start here, far from any training pool
-# The reward service's weights for a Playground transition: configs/rewards/default.yaml (valid,
-# invalid, novelty, success) and playground.yaml (every progress flag the page records pays 0.3).
-VALID, INVALID, NOVELTY, PROGRESS_FLAG, SUCCESS = 0.1, -0.5, 0.2, 0.3, 10.0
+HIT = 5.0  # a first-click reward above this includes the success bonus: the target was hit
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1: page pixels
 
@@ -102,6 +103,13 @@ def click_task(name: str, one_button: bool = False) -> Task:
     if task.config.get("family") != "click" or not buttons or (one_button and len(buttons) != 1):
         raise SystemExit(f"{name} is not a {'one-button ' if one_button else ''}Playground click task")
     return task
+
+
+@functools.cache
+def playground_rules() -> DomainRules:
+    """The reward service's own rules for the Playground (configs/rewards: default.yaml's shaping
+    weights, playground.yaml's weight for each progress flag the page records)."""
+    return RuleBook.load(RewardSettings().rules_dir).for_domain("playground")
 
 
 def target_label(config: dict) -> str:
@@ -129,23 +137,26 @@ def layout_reward(config: dict, boxes: dict[str, Box]):
     milestones = config.get("milestones", [])
     near = config.get("near_radius", 250)  # the app's default ring
     radii = [float(r) for r in (near if isinstance(near, list) else [near])] if "near_target" in milestones else []
-    submitted = PROGRESS_FLAG if "submitted" in milestones else 0.0
+    rules = playground_rules()
+    w = rules.shaping
+    ring = rules.weight("near_target")  # every ring's flag pays the domain's progress weight
+    submitted = rules.weight("submitted") if "submitted" in milestones else 0.0
 
     def reward(c: Candidate) -> float:
         a = c.action
         if a is None:
-            return INVALID
+            return w.invalid
         if a.action not in CLICKS or a.coordinate is None:
-            return VALID
+            return w.valid
         x, y = to_pixels(a.coordinate, VIEWPORT)  # the pixel the env clicks
         rings = sum(math.hypot(x - cx, y - cy) <= r for r in radii)
         on = button_at(boxes, x, y)
         return (
-            VALID
-            + NOVELTY
-            + PROGRESS_FLAG * rings
+            w.valid
+            + w.novelty
+            + ring * rings
             + (submitted if on is not None else 0.0)
-            + (SUCCESS if on == target else 0.0)
+            + (w.success if on == target else 0.0)
         )
 
     return reward
@@ -387,7 +398,7 @@ async def main() -> None:
     async with PolicyClient.from_settings(settings, structured_outputs="regex", max_tokens=max_tokens) as client:
         for k in range(args.updates + 1):
             greedy = [(await client.sample_single(png, goal, [], model=name))[0] for png in shots]
-            solved = [rewards_of[layout.seed](g) > 5 for layout, g in zip(checked, greedy, strict=True)]
+            solved = [rewards_of[layout.seed](g) > HIT for layout, g in zip(checked, greedy, strict=True)]
             first = greedy[0].token_ids
             sensitivity = image_sensitivity(
                 learner,
@@ -425,7 +436,7 @@ async def main() -> None:
             # Where the update's learning signal comes from: a group whose rewards are all equal has
             # zero advantage (no gradient); only groups that mix hits and misses carry the hit signal.
             advantages = [group_advantages(torch.tensor(g)) for g in rewards]
-            hits = [sum(x > 5 for x in g) for g in rewards]
+            hits = [sum(x > HIT for x in g) for g in rewards]
             mass = [float(a.abs().sum()) for a in advantages]
             mixed = sum(m for m, h in zip(mass, hits, strict=True) if 0 < h < len(rewards[0]))
             line = {
@@ -437,7 +448,7 @@ async def main() -> None:
                 "checked_seeds": [layout.seed for layout in checked],
                 "solved_seeds": [layout.seed for layout, ok in zip(checked, solved, strict=True) if ok],
                 "train_seeds": [layout.seed for layout in groups],
-                "sampled_hit_rate": sum(x > 5 for x in flat) / len(flat),
+                "sampled_hit_rate": sum(x > HIT for x in flat) / len(flat),
                 "sampled_button_rate": sum(on_buttons) / len(on_buttons),  # any button: a wrong one submits too
                 "mean_reward": round(sum(flat) / len(flat), 3),
                 "group_hits": hits,

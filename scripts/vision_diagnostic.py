@@ -60,7 +60,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the probe's screenshots and image_tv
 
-from learning_probe import VIEWPORT, click_task, fixed_completion, image_sensitivity, make_reward, screenshots
+from learning_probe import HIT, VIEWPORT, click_task, fixed_completion, image_sensitivity, make_reward, screenshots
 
 from halo.actions import from_pixels, parse_action
 from halo.prompts import tool_call_regex
@@ -303,7 +303,7 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
     batch = LearnerBatch(inputs=prompts(processor, shots, goal, completions), advantages=torch.ones(n), allowed=allowed)
     centre = fixed_completion(processor)
     centre_mask = grammar_masks(processor.tokenizer, tool_call_regex(), [centre], learner.vocab_size)
-    blind = max(sum(r(_click(t)) > 5 for r in reward_of) for t in targets)  # the best single answer
+    blind = max(sum(r(_click(t)) > HIT for r in reward_of) for t in targets)  # the best single answer
     # A screenshot-blind policy gives every layout the same distribution over answers: its lowest
     # mean cross-entropy is ln(distinct targets) (uniform over them). Below it, the image is used.
     floor = math.log(len(set(targets)))
