@@ -232,6 +232,19 @@ async def held_out_layouts(task: Task) -> list[Layout]:
     raise SystemExit(f"{task.id}: no seed from {HELD_OUT_FROM} on puts the target on some slot")
 
 
+def masked_logits(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The learner's per-token log-probs [B, C] of the batch's completions, and the logits at those
+    positions [B, C, V] with what the grammar forbids at -inf (captured from ``lm_head``)."""
+    captured: list[torch.Tensor] = []
+    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
+    try:
+        logp = learner.logprobs(batch)
+    finally:
+        hook.remove()
+    allowed = batch.allowed[..., : captured[0].shape[-1]].to(captured[0].device)
+    return logp, captured[0].float().masked_fill(~allowed, float("-inf"))
+
+
 def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed) -> float:
     """How much the screenshot moves the policy: the largest total-variation distance between the
     layouts' next-token distributions (under the grammar), averaged over the completion's decisions.
@@ -244,13 +257,7 @@ def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str
         return float("nan")
     inputs = build_batch(processor, [SampleRecord(goal, [], [png], completion, None) for png in shots])
     mask = allowed.expand(len(shots), -1, -1)
-    captured: list[torch.Tensor] = []
-    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
-    try:
-        learner.logprobs(LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
-    finally:
-        hook.remove()
-    logits = captured[0].float().masked_fill(~mask[..., : captured[0].shape[-1]].to(captured[0].device), float("-inf"))
+    _, logits = masked_logits(learner, LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
     probs = torch.softmax(logits, dim=-1)  # [layouts, C, V]
     decisions = mask[0].sum(-1) > 1  # [C]
     tv = torch.stack(

@@ -60,7 +60,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the probe's screenshots and image_tv
 
-from learning_probe import HIT, VIEWPORT, click_task, fixed_completion, image_sensitivity, make_reward, screenshots
+from learning_probe import (
+    HIT,
+    VIEWPORT,
+    click_task,
+    fixed_completion,
+    image_sensitivity,
+    make_reward,
+    masked_logits,
+    screenshots,
+)
 
 from halo.actions import from_pixels, parse_action
 from halo.prompts import tool_call_regex
@@ -238,18 +247,6 @@ def answer_attention(core, batch, own: list[list[int]]) -> dict:
     }
 
 
-def scored(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token log-probs [B, C] of the batch's completions and the greedy (masked argmax) tokens."""
-    captured: list[torch.Tensor] = []
-    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, o: captured.append(o.detach()))
-    try:
-        logp = learner.logprobs(batch)
-    finally:
-        hook.remove()
-    logits = captured[0].float().masked_fill(~batch.allowed[..., : captured[0].shape[-1]], float("-inf"))
-    return logp, logits.argmax(-1)
-
-
 def gradient_report(learner: Learner, processor, shots: list[bytes], goal: str, completions: list[list[int]]) -> dict:
     """Link 4: g(i, j) = the gradient of target i's cross-entropy on screenshot j (see the docstring)."""
     n = len(shots)
@@ -317,7 +314,8 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
     )
     started, held = time.time(), 0
     for step in range(steps + 1):
-        logp, greedy = scored(learner, batch)
+        logp, logits = masked_logits(learner, batch)
+        greedy = logits.argmax(-1)
         mask = batch.inputs.completion_mask
         ok = ((greedy == batch.inputs.completion_ids) | ~mask).all(-1).tolist()
         held = held + 1 if all(ok) else 0
