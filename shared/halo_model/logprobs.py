@@ -50,11 +50,29 @@ def completion_logprobs(
         # The token at position t is predicted by the hidden state at t - 1.
         index = (batch.completion_positions - 1).clamp(min=0)
         picked = torch.gather(hidden, 1, index.unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
-        logits = core.lm_head(picked).float()  # [B, C, V]
-        if temperature != 1.0:
-            logits = logits / temperature
-        if allowed is not None:
-            logits = logits.masked_fill(~allowed[..., : logits.shape[-1]], float("-inf"))
-        logp = torch.log_softmax(logits, dim=-1)
-        out = torch.gather(logp, 2, batch.completion_ids.unsqueeze(-1)).squeeze(-1)
-        return out.masked_fill(~batch.completion_mask, 0.0)
+        return token_logprobs(
+            core, picked, batch.completion_ids, batch.completion_mask, temperature=temperature, allowed=allowed
+        )
+
+
+def token_logprobs(
+    core: Any,
+    hidden: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    allowed: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Log-probs ``[B, C]`` of ``completion_ids`` from the hidden states that predict them (``[B, C, H]``):
+    one ``lm_head`` call (the learner's entropy metric hooks it), ``temperature``, the grammar's mask."""
+    import torch
+
+    logits = core.lm_head(hidden).float()  # [B, C, V]
+    if temperature != 1.0:
+        logits = logits / temperature
+    if allowed is not None:
+        logits = logits.masked_fill(~allowed[..., : logits.shape[-1]], float("-inf"))
+    logp = torch.log_softmax(logits, dim=-1)
+    out = torch.gather(logp, 2, completion_ids.unsqueeze(-1)).squeeze(-1)
+    return out.masked_fill(~completion_mask, 0.0)

@@ -22,8 +22,13 @@ was built (a frozen copy kept on the learner's device, the size of those modules
 Inputs and per-token log-probs are the model library's (``halo_model``): ``inputs.build_batch``
 rebuilds each prompt and refuses one whose token ids differ from vLLM's, and
 ``logprobs.completion_logprobs`` is tested for parity with vLLM's behaviour log-probs
-(structured-output masks included). The learner takes that function as ``logprob_fn`` and reads the entropy metric
-from the logits it computes (a forward hook on ``lm_head``), so nothing is computed twice.
+(structured-output masks included). The learner's default ``logprob_fn`` is its grouped form,
+``grouped.grouped_logprobs``: the completions of a micro-batch that share a prompt (a step group,
+the two actions of DPO pairs at one state) get one prompt pass, vision tower included, instead of
+one each; the same log-probs and gradients. Micro-batches keep a group's rows together, and each is
+packed on the CPU (``grouped.pack``: each prompt's pixels once) and moved to the device alone, so
+the device never holds the whole update's batch. The entropy metric is read from the logits the
+log-prob function computes (a forward hook on ``lm_head``), so nothing is computed twice.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import copy
 import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -43,16 +48,37 @@ from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
+from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_groups
 from halo_model.inputs import PolicyBatch, select_rows
-from halo_model.logprobs import base_model, completion_logprobs
+from halo_model.logprobs import base_model
 from halo_model.lora import lora_config
 from halo_trainer.dpo import DPOStats, dpo_loss
 from halo_trainer.objective import LossStats, entropy_from_logits, policy_loss
 
 logger = logging.getLogger(__name__)
 
-# (model, batch, *, grad, allowed) -> per-completion-token log-probs [B, C], 0 off the mask
+# (model, batch, *, temperature, grad, allowed) -> per-completion-token log-probs [B, C], 0 off the mask
 LogprobFn = Callable[..., Tensor]
+
+
+def group_micro_batches(groups: Sequence[Sequence[int]], rows: Sequence[int], size: int) -> list[list[int]]:
+    """``rows`` in micro-batches of at most ``size`` that keep the rows of a prompt group together:
+    whole groups while they fit, a group larger than ``size`` in chunks of ``size``. A group split
+    across two micro-batches would pay its prompt pass twice."""
+    wanted = set(rows)
+    out: list[list[int]] = []
+    current: list[int] = []
+    for group in groups:
+        members = [r for r in group if r in wanted]
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            if len(current) + len(chunk) > size:
+                out.append(sorted(current))
+                current = []
+            current += chunk
+    if current:
+        out.append(sorted(current))
+    return out
 
 
 @dataclass
@@ -65,7 +91,7 @@ class LearnerBatch:
     mask of ``halo_model.grammar.grammar_masks`` when vLLM sampled under a grammar.
     """
 
-    inputs: PolicyBatch
+    inputs: PolicyBatch | PackedBatch  # packed: one micro-batch on its way to the device
     advantages: Tensor  # [B]
     behaviour_logprobs: Tensor | None = None  # [B, C]
     allowed: Tensor | None = None  # [B, C, V] bool
@@ -90,6 +116,26 @@ class LearnerBatch:
             behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs[index],
             allowed=None if self.allowed is None else self.allowed[index],
         )
+
+
+def _to(tensor: Tensor | None, device: torch.device) -> Tensor | None:
+    return None if tensor is None else tensor.to(device)
+
+
+def _joined_allowed(batches: Sequence[LearnerBatch], width: int) -> Tensor | None:
+    """The batches' structured-output masks stacked row after row at ``width`` (on the CPU); True (no
+    mask) where a batch has none and on the padding."""
+    masks = [b.allowed for b in batches if b.allowed is not None]
+    if not masks:
+        return None
+    vocab = max(m.shape[-1] for m in masks)
+    parts = []
+    for b in batches:
+        mask = torch.ones((len(b), width, vocab), dtype=torch.bool)
+        if b.allowed is not None:
+            mask[:, : b.allowed.shape[1], : b.allowed.shape[2]] = b.allowed.cpu()
+        parts.append(mask)
+    return torch.cat(parts)
 
 
 def _lm_head(model: nn.Module) -> nn.Module | None:
@@ -125,11 +171,14 @@ class Learner:
     """LoRA (and full-weight) policy-gradient learner over a transformers Qwen3-VL model (see the module
     docstring)."""
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = completion_logprobs):
+    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = grouped_logprobs):
+        """``logprob_fn`` takes a ``PolicyBatch`` (``logprobs.completion_logprobs``: the per-row path);
+        the default, ``grouped_logprobs``, is given its micro-batches packed by prompt."""
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
         self.config = config
         self.logprob_fn = logprob_fn
+        self._packs = logprob_fn is grouped_logprobs
         model.requires_grad_(False)
         lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules)
         self.model: PeftModel = get_peft_model(model, lora)
@@ -186,7 +235,6 @@ class Learner:
     def update(self, batch: LearnerBatch) -> dict[str, float]:
         """One optimiser step on a batch of completions; returns ``train/*`` metrics."""
         cfg = self.config
-        batch = batch.to(self.device)
         completion_mask = batch.inputs.completion_mask
         lengths = completion_mask.sum(-1)
         if int(lengths.max()) > cfg.max_completion_tokens:
@@ -236,14 +284,28 @@ class Learner:
         ids = inputs.completion_ids.masked_fill(~inputs.completion_mask, -1)
         return torch.isin(ids, torch.tensor(self._vision_token_ids, device=ids.device)).any(-1)
 
+    def _micro_batches(self, inputs: PolicyBatch, rows: Sequence[int]) -> list[list[int]]:
+        groups = prompt_groups(inputs, self._merge)
+        return group_micro_batches(groups, rows, self.config.micro_batch_size)
+
+    def _packed(self, *inputs: PolicyBatch) -> PolicyBatch | PackedBatch:
+        """A micro-batch's inputs as the log-prob function takes them: packed by prompt (on the
+        CPU, so that each prompt's pixels travel to the device once) for the grouped path."""
+        return pack(*inputs, spatial_merge_size=self._merge) if self._packs else inputs[0]
+
+    def _on_device(self, batch: LearnerBatch, rows: Sequence[int]) -> LearnerBatch:
+        """Rows of ``batch`` selected where the batch is, then moved to the device: one micro-batch."""
+        micro = batch.select(rows, self._merge)
+        return replace(micro, inputs=self._packed(micro.inputs)).to(self.device)
+
     def _step(self, batch: LearnerBatch, rows: list[int]) -> tuple[LossStats, float, float, float]:
         """Forward/backward over the needed rows in micro-batches, then one optimiser step."""
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         stats = LossStats()
         loss_total = 0.0
-        for start in range(0, len(rows), cfg.micro_batch_size):
-            micro = batch.select(rows[start : start + cfg.micro_batch_size], self._merge)
+        for micro_rows in self._micro_batches(batch.inputs, rows):
+            micro = self._on_device(batch, micro_rows)
             ref = None
             if cfg.kl_coef > 0:
                 with torch.no_grad(), self.reference_policy():
@@ -307,15 +369,13 @@ class Learner:
         stats = DPOStats()
         self.model.train()
         try:
-            for start in range(0, n, self.config.micro_batch_size):
-                rows = list(range(start, min(n, start + self.config.micro_batch_size)))
-                parts = []
-                for batch, ref in ((chosen, ref_chosen), (rejected, ref_rejected)):
-                    micro = batch.select(rows, self._merge).to(self.device)
-                    width = micro.inputs.completion_mask.shape[1]
-                    logp = self.logprob_fn(self.model, micro.inputs, grad=True, allowed=micro.allowed)
-                    parts.append((logp, ref[rows][:, :width].to(self.device), micro.inputs.completion_mask))
-                (logp_w, ref_w, mask_w), (logp_l, ref_l, mask_l) = parts
+            for rows in self._micro_batches(chosen.inputs, range(n)):
+                micro_w, micro_l = chosen.select(rows, self._merge), rejected.select(rows, self._merge)
+                logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
+                mask_w = micro_w.inputs.completion_mask.to(self.device)
+                mask_l = micro_l.inputs.completion_mask.to(self.device)
+                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(self.device)
+                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(self.device)
                 loss, micro_stats = dpo_loss(
                     logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
                 )
@@ -329,6 +389,27 @@ class Learner:
             "dpo/lr": lr,
             "train/step": float(self.step),
         }
+
+    def _pair_logprobs(self, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
+        """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
+        path one packed forward, so a state's prompt is scored once for both of its actions (and an
+        action both sides share, once)."""
+        if not self._packs:
+            return tuple(
+                self.logprob_fn(self.model, m.inputs.to(self.device), grad=True, allowed=_to(m.allowed, self.device))
+                for m in (chosen, rejected)
+            )
+        width_w = chosen.inputs.completion_ids.shape[1]
+        width_l = rejected.inputs.completion_ids.shape[1]
+        allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
+        logp = self.logprob_fn(
+            self.model,
+            self._packed(chosen.inputs, rejected.inputs).to(self.device),
+            grad=True,
+            allowed=_to(allowed, self.device),
+        )
+        n = len(chosen)
+        return logp[:n, :width_w], logp[n:, :width_l]
 
     @contextmanager
     def reference_policy(self) -> Iterator[None]:
@@ -346,17 +427,18 @@ class Learner:
 
     @torch.no_grad()
     def logprobs(self, batch: LearnerBatch | PolicyBatch, *, adapter: bool = True) -> Tensor:
-        """Per-completion-token log-probs ``[B, C]`` under the current policy, or (``adapter=False``)
-        the reference policy: the model as loaded (``reference_policy``), which is the base model
-        only when no full weights train."""
+        """Per-completion-token log-probs ``[B, C]`` (on the learner's device) under the current policy,
+        or (``adapter=False``) the reference policy: the model as loaded (``reference_policy``), which
+        is the base model only when no full weights train. Computed micro-batch by micro-batch."""
         inputs = batch.inputs if isinstance(batch, LearnerBatch) else batch
         allowed = batch.allowed if isinstance(batch, LearnerBatch) else None
-        inputs = inputs.to(self.device)
-        allowed = None if allowed is None else allowed.to(self.device)
-        if adapter:
-            return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
-        with self.reference_policy():
-            return self.logprob_fn(self.model, inputs, grad=False, allowed=allowed)
+        out = torch.zeros(inputs.completion_ids.shape, device=self.device)
+        with nullcontext() if adapter else self.reference_policy():
+            for rows in self._micro_batches(inputs, range(len(inputs.prompt_lengths))):
+                micro = self._packed(select_rows(inputs, rows, self._merge)).to(self.device)
+                mask = None if allowed is None else allowed[rows].to(self.device)
+                out[rows] = self.logprob_fn(self.model, micro, grad=False, allowed=mask)
+        return out
 
     def save_adapter(self, directory: str | Path) -> Path:
         """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
