@@ -1,35 +1,116 @@
 # HALO-Agent. `make train DOMAIN=playground` and `make test` work on a fresh machine: both run
 # the idempotent setup step first (system packages, the locked Python environment).
+#
+# Which stack `make train` (and `make eval`) use, STACK:
+#   local        the embedded default: scripts/setup.sh, then the CLI in .venv, which starts the local
+#                stack if needed. Used whenever nothing below says otherwise.
+#   compose      the Compose stack of a GPU box (docker-compose.yml): the CLI runs INSIDE the trainer
+#                container (`<compose> exec trainer halo train ... --no-stack`); nothing runs on the host.
+#   compose-cpu  the same on a machine without a GPU (docker-compose.yml + docker-compose.cpu.yml,
+#                through scripts/compose_cpu.sh; docs/compose.md).
+# `make up` records its stack in .env (HALO_STACK=compose), so on a box where it ran, `make train`
+# goes to the Compose stack, and fails (asking for `make up`) when that stack is not running; it
+# never falls back to the host. STACK=... on the command line (or HALO_STACK in the environment)
+# overrides .env; delete the HALO_STACK line to return a machine to the embedded default.
 SHELL := /bin/bash
 DOMAIN ?= playground
 EPISODES ?=
+TASK ?=
+ARGS ?=
 PY := .venv/bin/python
 HALO := .venv/bin/halo
 PYTEST := .venv/bin/pytest
+ENV_FILE ?= .env
+STACKS := local compose compose-cpu
+STACK ?= $(or $(HALO_STACK),$(shell sed -n 's/^HALO_STACK=//p' $(ENV_FILE) 2>/dev/null | tail -n1 | tr -d "\"' \r"),local)
+ifneq ($(words $(STACK)),1)
+$(error STACK='$(STACK)': use one of $(STACKS))
+endif
+ifeq ($(filter $(STACK),$(STACKS)),)
+$(error STACK=$(STACK) (from the command line, HALO_STACK or $(ENV_FILE)): use one of $(STACKS))
+endif
+# `make up` / `down` / `model` always mean Compose: the GPU file unless STACK says compose-cpu.
+COMPOSE_STACK := $(if $(filter local,$(STACK)),compose,$(STACK))
+ifeq ($(COMPOSE_STACK),compose-cpu)
+COMPOSE = HALO_ENV_FILE=$(abspath $(ENV_FILE)) bash scripts/compose_cpu.sh
+UP_TIMEOUT_S ?= 1800
+else
+# The v2 plugin on GPU boxes, Debian's docker-compose 1.29 (v1) elsewhere; both take these flags.
+COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo docker compose || echo docker-compose)$(if $(filter-out .env,$(ENV_FILE)), --env-file $(ENV_FILE))
+UP_TIMEOUT_S ?= 1800
+endif
+TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down train eval test test-fast bench lint format stack-up stack-down health clean compose-test
+.PHONY: setup up down model train eval test test-fast bench lint format stack-up stack-down health clean compose-test \
+	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
 	@bash scripts/setup.sh
 
-up:               ## GPU box: the whole Compose stack, waiting for every healthcheck (writes a trainer token to .env once)
-	@# The trainer listens on every interface of its container, so it needs a token; the CLI reads it from .env too.
-	@if ! grep -qs '^HALO_TRAINER_API_TOKEN=..*' .env; then \
-		umask 077; printf '\nHALO_TRAINER_API_TOKEN=%s\n' "$$(python3 -c 'import secrets; print(secrets.token_hex(24))')" >> .env; \
-		echo "wrote a random HALO_TRAINER_API_TOKEN to .env"; \
+compose-env:      # .env: a random trainer token (once) and HALO_STACK, the stack `make train` uses from now on
+	@command -v docker >/dev/null || { echo "error: docker is not installed (a GPU box needs git, Docker and the NVIDIA runtime)" >&2; exit 1; }
+	@$(if $(and $(filter local,$(STACK)),$(filter command line environment,$(origin STACK))),echo "error: STACK=local is the embedded stack (make stack-up); make up/down/model run Compose" >&2; exit 2)
+	@umask 077; touch $(ENV_FILE); \
+	if ! grep -qs '^HALO_TRAINER_API_TOKEN=..*' $(ENV_FILE); then \
+		printf '\nHALO_TRAINER_API_TOKEN=%s\n' "$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" >> $(ENV_FILE); \
+		echo "wrote a random HALO_TRAINER_API_TOKEN to $(ENV_FILE)"; \
+	fi; \
+	if ! grep -qx 'HALO_STACK=$(COMPOSE_STACK)' $(ENV_FILE); then \
+		grep -v '^HALO_STACK=' $(ENV_FILE) > $(ENV_FILE).tmp || true; \
+		echo 'HALO_STACK=$(COMPOSE_STACK)' >> $(ENV_FILE).tmp && mv $(ENV_FILE).tmp $(ENV_FILE); \
+		echo "wrote HALO_STACK=$(COMPOSE_STACK) to $(ENV_FILE): make train now runs inside the trainer container"; \
 	fi
-	docker compose up -d --wait
+	@$(if $(filter compose-cpu,$(COMPOSE_STACK)),docker image inspect $${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest} >/dev/null 2>&1 || { echo "error: no $${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest} image; make compose-test builds it (docs/compose.md)" >&2; exit 1; })
 
-down:             ## GPU box: stop the Compose stack
-	docker compose down
+model: compose-env  ## download HALO_MODEL into the Compose stack's Hugging Face cache (the one-shot `model` service; make up runs it too)
+	$(COMPOSE) run --rm model
+
+up: model         ## the whole Compose stack, waiting for every healthcheck (writes a trainer token and HALO_STACK to .env)
+	$(COMPOSE) up -d
+	@# Not `up --wait`: Compose v1 lacks it, and some v2 releases fail it on a one-shot service.
+	@echo "waiting for every healthcheck (up to $(UP_TIMEOUT_S) s)"; t0=$$(date +%s); \
+	while :; do \
+		ids=$$($(COMPOSE) ps -q) || exit 1; pending=""; \
+		for id in $$ids; do \
+			s=$$(docker inspect -f '{{.Name}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.State.ExitCode}}' $$id) || continue; \
+			case "$$s" in \
+				*" running healthy "* | *" exited none 0") ;; \
+				*" unhealthy "* | *" exited "* | *" dead "*) echo "error: $$s; logs: $(COMPOSE) logs --tail 50" >&2; exit 1 ;; \
+				*) pending="$$pending $${s%% *}" ;; \
+			esac; \
+		done; \
+		[ -n "$$ids" ] && [ -z "$$pending" ] && break; \
+		if (( $$(date +%s) - t0 > $(UP_TIMEOUT_S) )); then echo "error: not healthy after $(UP_TIMEOUT_S) s:$$pending" >&2; exit 1; fi; \
+		sleep 5; \
+	done; \
+	echo "every service healthy after $$(( $$(date +%s) - t0 )) s; make train DOMAIN=... trains in the trainer container"
+
+down:             ## stop the Compose stack (VOLUMES=1 also deletes its data, Redis and model-cache volumes)
+	$(COMPOSE) down$(if $(VOLUMES), -v)
+
+compose-running:  # make train/eval on a Compose stack: its trainer must be running (no host fallback)
+	@id=$$($(COMPOSE) ps -q trainer 2>/dev/null); \
+	if [ -z "$$id" ] || [ "$$(docker inspect -f '{{.State.Running}}' $$id 2>/dev/null)" != true ]; then \
+		echo "error: STACK=$(STACK) (HALO_STACK in $(ENV_FILE) or the command line), but the Compose stack's trainer is not running: run \`make up\` first (STACK=local trains on the embedded stack instead)" >&2; \
+		exit 1; \
+	fi
 
 compose-test: setup  ## the Compose stack built and run here (CPU target): healthy, a short run, down (docs/compose.md)
 	bash scripts/compose_test.sh
 
-train: setup      ## train on DOMAIN (local stack started if needed); e.g. make train DOMAIN=omnizon
-	$(HALO) train --domain $(DOMAIN) $(if $(EPISODES),--episodes $(EPISODES),)
+train: $(if $(filter local,$(STACK)),setup,compose-running)  ## train on DOMAIN (EPISODES, TASK, ARGS optional); e.g. make train DOMAIN=omnizon
+ifeq ($(STACK),local)
+	$(HALO) train $(TRAIN_FLAGS)
+else
+	@# Inside the trainer container: its environment has the run API's address and token.
+	tty=-T; [ -t 0 ] && [ -t 1 ] && tty=; \
+	$(COMPOSE) exec $$tty trainer halo train $(TRAIN_FLAGS) --no-stack
+endif
 
-eval: setup       ## evaluate MODES (default qwen3vl_base) on DOMAIN (docs/evaluation.md)
+eval: $(if $(filter local,$(STACK)),setup)  ## evaluate MODES (default qwen3vl_base) on DOMAIN (docs/evaluation.md)
+ifneq ($(STACK),local)
+	@echo "error: make eval runs on the embedded stack, and STACK=$(STACK) here (HALO_STACK in $(ENV_FILE) or the command line); STACK=local evaluates on the embedded stack (docs/evaluation.md)" >&2; exit 2
+endif
 	$(HALO) stack up && $(HALO) eval --modes $(or $(MODES),qwen3vl_base) --domain $(DOMAIN)
 
 test: setup       ## every test tier: unit, contract, integration (Redis, Chromium, vLLM), end to end

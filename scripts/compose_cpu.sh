@@ -4,6 +4,8 @@
 #
 #   scripts/compose_cpu.sh build | up -d | ps | logs policy | down -v
 #
+# `make up STACK=compose-cpu` / `make train` use it too (the Makefile's compose-cpu stack).
+#
 # Compose merges lists from an override by union and (v1) cannot delete keys, so two things of the
 # GPU file survive any override: the NVIDIA device reservations (the engine refuses to start a
 # container that asks for a GPU driver it does not have) and the published ports (meaningless with
@@ -14,8 +16,18 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PROJECT="${HALO_CPU_PROJECT:-halo-cpu}"
-PY="${HALO_PYTHON_BIN:-$ROOT/.venv/bin/python}"
-[ -x "$PY" ] || PY=python3
+# The YAML step needs a Python with PyYAML: the system's python3 (Debian's docker-compose 1.29 depends
+# on python3-yaml), else the project's .venv; `make up`/`make train` on this path need no .venv.
+PY="${HALO_PYTHON_BIN:-}"
+if [ -z "$PY" ]; then
+  if python3 -c 'import yaml' >/dev/null 2>&1; then PY=python3; else PY="$ROOT/.venv/bin/python"; fi
+fi
+# HALO_ENV_FILE: the file Compose reads variables from (the trainer token), default .env here.
+env_file=()
+if [ -n "${HALO_ENV_FILE:-}" ]; then
+  [ -f "$HALO_ENV_FILE" ] || { echo "compose_cpu.sh: HALO_ENV_FILE=$HALO_ENV_FILE does not exist" >&2; exit 2; }
+  env_file=(--env-file "$HALO_ENV_FILE")
+fi
 
 # Extra CA certificates for pip inside the builds: by default the ones this host added to its own
 # trust store (Debian's local CA folder; empty on most machines). A TLS-intercepting proxy needs them.
@@ -29,7 +41,7 @@ umask 077
 mkdir -p var/compose
 resolved="var/compose/cpu.yml"
 tmp=$(mktemp "$resolved.XXXXXX")  # its own file: two calls at once must not interleave
-docker-compose -p "$PROJECT" -f docker-compose.yml -f docker-compose.cpu.yml config \
+docker-compose -p "$PROJECT" "${env_file[@]}" -f docker-compose.yml -f docker-compose.cpu.yml config \
   | "$PY" -c '
 import sys, yaml
 doc = yaml.safe_load(sys.stdin)

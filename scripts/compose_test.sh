@@ -4,11 +4,17 @@
 #   1. base images: a Debian bookworm root from Debian's packages (scripts/build_base_image.sh, skipped
 #      when HALO_CPU_DEBIAN_IMAGE names an existing image) and halo-cpu-base (Dockerfile.cpu-base);
 #   2. the service images (scripts/compose_cpu.sh build; Docker's layer cache makes reruns quick);
-#   3. `up -d`, then every container's healthcheck polled until healthy (Compose v1 has no `up --wait`);
-#   4. a short training run through the stack's run API (curl POST /runs), which must make vLLM list
-#      the adapter `<run>-v1` (or later) in /v1/models and write runs/<id>/metrics.jsonl to the shared
-#      data volume (read from the policy container, not the trainer that wrote it);
-#   5. `down -v`, then no container of the project may be left.
+#   3. `up -d`, then every container's healthcheck polled until healthy (Compose v1 has no `up --wait`;
+#      the one-shot `model` step must have exited 0);
+#   4. the host side, as a user runs it, from a shell with no virtual environment (`env -i`, a system
+#      PATH; the Makefile's compose path must not name .venv): `make up STACK=compose-cpu` (which
+#      records HALO_STACK in its env file and finds the stack healthy), then `make train DOMAIN=playground
+#      ...` with no STACK (the env file's HALO_STACK picks the stack), which runs the CLI inside the
+#      trainer container and follows the run to its end. vLLM must then list the run's adapter
+#      `<run>-v1` (or later) in /v1/models, and runs/<id>/metrics.jsonl must be on the shared data
+#      volume (read from the policy container, not the trainer that wrote it);
+#   5. `down -v`, then no container of the project may be left, and `make train` must now fail
+#      (asking for `make up`) instead of falling back to the host's setup and local stack.
 # The last line of stdout is a JSON summary (tests/compose reads it). Exit status 0 = every check passed.
 set -euo pipefail
 
@@ -18,25 +24,25 @@ export HALO_CPU_PROJECT="${HALO_CPU_PROJECT:-halo-cpu}"
 DEBIAN_IMAGE="${HALO_CPU_DEBIAN_IMAGE:-halo-debian:bookworm}"
 BASE_IMAGE="${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest}"
 export HALO_CPU_BASE_IMAGE="$BASE_IMAGE"
-TRAINER_URL="http://127.0.0.1:${HALO_CPU_TRAINER_PORT:-18400}"
 POLICY_URL="http://127.0.0.1:${HALO_CPU_POLICY_PORT:-18000}"
 HEALTHY_TIMEOUT_S="${HALO_COMPOSE_HEALTHY_TIMEOUT_S:-1500}"
 RUN_TIMEOUT_S="${HALO_COMPOSE_RUN_TIMEOUT_S:-900}"
 # A short run: 8 step-group episodes of one Playground task, groups of 4, no evaluation: two updates.
-RUN_SPEC="${HALO_COMPOSE_RUN_SPEC:-{\"domain\": \"playground\", \"tasks\": [\"local.playground-1\"], \"episodes\": 8, \"num_generations\": 4, \"eval_every\": 0, \"name\": \"compose\"}}"
+TRAIN_VARS=(DOMAIN=playground TASK=local.playground-1 "EPISODES=${HALO_COMPOSE_EPISODES:-8}"
+            "ARGS=--num-generations 4 --eval-every 0 --name compose")
+# The host side runs with this PATH only: the system's, no virtual environment.
+HOST_PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PY="$ROOT/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 compose() { bash "$ROOT/scripts/compose_cpu.sh" "$@"; }
 log() { printf '[compose-test %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 now() { date +%s; }
-json_field() { "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]) if d.get(sys.argv[1]) is not None else "")' "$1"; }
 
 # docker-compose.yml requires a trainer token; the stack of this check gets a fresh one unless given.
 if [ -z "${HALO_TRAINER_API_TOKEN:-}" ]; then
   HALO_TRAINER_API_TOKEN="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 fi
 export HALO_TRAINER_API_TOKEN
-AUTH="Authorization: Bearer $HALO_TRAINER_API_TOKEN"
 if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
   HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
   export HALO_EXTRA_CA_CERTS
@@ -46,6 +52,7 @@ docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md:
 command -v docker-compose >/dev/null 2>&1 || { log "docker-compose is missing (make setup installs it)"; exit 1; }
 
 stack_up=0
+host_env=$(mktemp -d)  # the host side's env file and logs (step 4)
 cleanup() {
   local rc=$?
   if [ "$stack_up" = 1 ]; then
@@ -55,6 +62,7 @@ cleanup() {
     fi
     compose down -v --remove-orphans >/dev/null 2>&1 || true
   fi
+  rm -rf "$host_env"
 }
 trap cleanup EXIT
 
@@ -78,8 +86,8 @@ log "images ready after ${t_build}s (base ${t_base}s)"
 compose down -v --remove-orphans >/dev/null 2>&1 || true
 stack_up=1
 t_up=$(now)
-# In the background: Compose v1's `up` itself waits for `depends_on: service_healthy`, and the poll
-# below should see each service turn healthy, not only the last.
+# In the background: Compose v1's `up` itself waits for `depends_on` (the model step's exit, then the
+# healthchecks), and the poll below should see each service turn healthy, not only the last.
 compose up -d >&2 &
 up_pid=$!
 services=$(compose config --services)
@@ -93,11 +101,12 @@ while :; do
     cid=$(docker ps -a -q --filter "label=com.docker.compose.project=$HALO_CPU_PROJECT" \
             --filter "label=com.docker.compose.service=$svc" | head -n1)
     state="missing"
-    [ -n "$cid" ] && state=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}}' "$cid" 2>/dev/null || echo missing)
+    [ -n "$cid" ] && state=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.State.ExitCode}}' "$cid" 2>/dev/null || echo missing)
     case "$state" in
-      "running healthy") healthy_at[$svc]=$(( $(now) - t_up )); log "$svc healthy after ${healthy_at[$svc]}s" ;;
-      *unhealthy | exited* | dead*) log "$svc is '$state'"; exit 1 ;;
-      *) pending=1 ;;  # missing (not created yet), created, starting, restarting
+      "running healthy "*) healthy_at[$svc]=$(( $(now) - t_up )); log "$svc healthy after ${healthy_at[$svc]}s" ;;
+      "exited none 0") healthy_at[$svc]=$(( $(now) - t_up )); log "$svc (one-shot) done after ${healthy_at[$svc]}s" ;;
+      *unhealthy* | exited* | dead*) log "$svc is '$state'"; exit 1 ;;
+      *) pending=1 ;;  # missing (not created yet), created, starting, restarting, a one-shot running
     esac
   done
   [ "$pending" = 0 ] && break
@@ -108,39 +117,54 @@ wait "$up_pid" || { log "docker-compose up failed"; exit 1; }
 t_healthy=$(( $(now) - t_up ))
 log "every service healthy after ${t_healthy}s"
 
-# --- 4: a short training run through the stack --------------------------------------------------
+# --- 4: the host side: make up, make train (the CLI in the trainer container), no .venv ---------
+# Its own env file (the Makefile's ENV_FILE; by default .env), holding this stack's token, so the
+# check neither reads nor writes the checkout's .env; `make up` adds HALO_STACK to it.
+env_file="$host_env/env"
+printf 'HALO_TRAINER_API_TOKEN=%s\n' "$HALO_TRAINER_API_TOKEN" > "$env_file"
+chmod 600 "$env_file"
+# What reaches the host commands: a system PATH, HOME (Docker's client settings), the env file, and
+# the variables that name this check's project, ports and images (HALO_CPU_*, the build's CA text).
+host_vars=(PATH="$HOST_PATH" HOME="$HOME" ENV_FILE="$env_file" HALO_EXTRA_CA_CERTS="$HALO_EXTRA_CA_CERTS")
+[ -n "${DOCKER_HOST:-}" ] && host_vars+=(DOCKER_HOST="$DOCKER_HOST")
+for v in $(compgen -e | grep '^HALO_CPU_' || true); do host_vars+=("$v=${!v}"); done
+host() { env -i "${host_vars[@]}" "$@"; }
+case ":$HOST_PATH:" in *"/.venv/"* | *"$ROOT"*) log "the host PATH names a virtual environment: $HOST_PATH"; exit 1 ;; esac
+dry=$(host make -s -n up train STACK=compose-cpu "${TRAIN_VARS[@]}" 2>&1) || { log "make -n failed: $dry"; exit 1; }
+if grep -q '\.venv\|scripts/setup\.sh' <<<"$dry"; then
+  log "the Makefile's compose path names the host's .venv or setup.sh:"; grep -n '\.venv\|setup\.sh' <<<"$dry" >&2; exit 1
+fi
+grep -q 'exec \$tty trainer halo train .*--no-stack' <<<"$dry" || { log "make train does not run the CLI in the trainer container: $dry"; exit 1; }
+t_make_up=$(now)
+host make up STACK=compose-cpu >&2 || { log "make up failed"; exit 1; }
+t_make_up=$(( $(now) - t_make_up ))
+grep -qx 'HALO_STACK=compose-cpu' "$env_file" || { log "make up did not record HALO_STACK=compose-cpu"; exit 1; }
+log "make up (stack already healthy) returned after ${t_make_up}s and recorded HALO_STACK=compose-cpu"
 t_run=$(now)
-status=$(curl -sS --fail-with-body -X POST "$TRAINER_URL/runs" -H "$AUTH" -H 'content-type: application/json' -d "$RUN_SPEC")
-run_id=$(printf '%s' "$status" | json_field run_id)
-[ -n "$run_id" ] || { log "POST /runs answered: $status"; exit 1; }
-log "run $run_id created"
-adapter=""
-while :; do
-  models=$(curl -sS --fail "$POLICY_URL/v1/models" || true)
-  adapter=$(printf '%s' "$models" | "$PY" -c '
+train_out="$host_env/train.log"
+timeout "$RUN_TIMEOUT_S" env -i "${host_vars[@]}" make train "${TRAIN_VARS[@]}" < /dev/null 2>&1 | tee "$train_out" >&2
+train_rc=${PIPESTATUS[0]}
+t_run=$(( $(now) - t_run ))
+run_id=$(sed -n 's/.*run \([A-Za-z0-9._-]*\) submitted.*/\1/p' "$train_out" | head -n1)
+[ "$train_rc" = 0 ] || { log "make train exited $train_rc (run ${run_id:-none})"; exit 1; }
+[ -n "$run_id" ] || { log "make train printed no run id"; exit 1; }
+if grep -q 'scripts/setup\.sh\|\.venv/' "$train_out"; then log "make train touched the host's setup or .venv"; exit 1; fi
+log "make train: run $run_id finished after ${t_run}s"
+models=$(curl -sS --fail "$POLICY_URL/v1/models" || true)
+adapter=$(printf '%s' "$models" | "$PY" -c '
 import json, re, sys
-ids = [m["id"] for m in json.load(sys.stdin).get("data", [])] if sys.argv[2] else []
+ids = [m["id"] for m in json.load(sys.stdin).get("data", [])]
 vs = [int(m.group(1)) for i in ids if (m := re.fullmatch(re.escape(sys.argv[1]) + r"-v(\d+)", i))]
 print(f"{sys.argv[1]}-v{max(vs)}" if vs and max(vs) >= 1 else "")
-' "$run_id" "$models" 2>/dev/null || true)
-  [ -n "$adapter" ] && break
-  status=$(curl -sS --fail "$TRAINER_URL/runs/$run_id" || true)
-  state=$(printf '%s' "$status" | json_field state 2>/dev/null || true)
-  case "$state" in
-    failed | stopped) log "run $run_id $state before an adapter reached vLLM: $status"; exit 1 ;;
-  esac
-  (( $(now) - t_run > RUN_TIMEOUT_S )) && { log "no adapter of $run_id in vLLM after ${RUN_TIMEOUT_S}s: $status"; exit 1; }
-  sleep 5
-done
-t_adapter=$(( $(now) - t_run ))
-log "vLLM lists $adapter after ${t_adapter}s"
+' "$run_id" 2>/dev/null || true)
+[ -n "$adapter" ] || { log "vLLM lists no adapter of $run_id: $models"; exit 1; }
+log "vLLM lists $adapter"
 # Read through the policy container: the file is on the shared volume, not only in the trainer.
 metrics_lines=$(compose exec -T policy sh -c "test -s /data/runs/$run_id/metrics.jsonl && wc -l < /data/runs/$run_id/metrics.jsonl" | tr -d '[:space:]' || true)
 [ -n "$metrics_lines" ] && [ "$metrics_lines" -ge 1 ] || { log "no metrics in /data/runs/$run_id/metrics.jsonl"; exit 1; }
 log "runs/$run_id/metrics.jsonl holds $metrics_lines line(s) on the shared volume"
-curl -sS -X POST "$TRAINER_URL/runs/$run_id/stop" -H "$AUTH" >/dev/null || true
 
-# --- 5: down, nothing left ---------------------------------------------------------------------
+# --- 5: down, nothing left, and no fallback to the host -----------------------------------------
 t_down=$(now)
 compose down -v --remove-orphans
 stack_up=0
@@ -148,5 +172,11 @@ t_down=$(( $(now) - t_down ))
 left=$(docker ps -a -q --filter "label=com.docker.compose.project=$HALO_CPU_PROJECT" | wc -l)
 [ "$left" = 0 ] || { log "$left container(s) of $HALO_CPU_PROJECT left after down"; docker ps -a --filter "label=com.docker.compose.project=$HALO_CPU_PROJECT" >&2; exit 1; }
 log "down after ${t_down}s; no container left"
-printf '{"run_id": "%s", "adapter": "%s", "metrics_lines": %s, "containers_left": %s, "build_s": %s, "healthy_s": %s, "adapter_s": %s, "down_s": %s}\n' \
-  "$run_id" "$adapter" "$metrics_lines" "$left" "$t_build" "$t_healthy" "$t_adapter" "$t_down"
+if host make train "${TRAIN_VARS[@]}" < /dev/null > "$host_env/after.log" 2>&1; then
+  log "make train succeeded with the stack down"; exit 1
+fi
+grep -q 'make up' "$host_env/after.log" && ! grep -q 'setup\.sh\|\.venv' "$host_env/after.log" \
+  || { log "make train with the stack down did not ask for make up:"; cat "$host_env/after.log" >&2; exit 1; }
+log "make train with the stack down fails and asks for make up (no host fallback)"
+printf '{"run_id": "%s", "adapter": "%s", "metrics_lines": %s, "containers_left": %s, "build_s": %s, "healthy_s": %s, "make_up_s": %s, "train_s": %s, "down_s": %s, "host_path": "%s", "no_fallback": true}\n' \
+  "$run_id" "$adapter" "$metrics_lines" "$left" "$t_build" "$t_healthy" "$t_make_up" "$t_run" "$t_down" "$HOST_PATH"

@@ -116,18 +116,22 @@ def image_environment(service: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
+def _words(value: Any) -> list[str]:
+    return shlex.split(value) if isinstance(value, str) else list(value or [])
+
+
 def _command(service: Mapping[str, Any]) -> list[str]:
-    if service.get("command"):
-        command = service["command"]
-        return shlex.split(command) if isinstance(command, str) else list(command)
+    """What the container runs: the service's entrypoint (which drops the image's CMD) and command,
+    each falling back to the image's ENTRYPOINT / CMD."""
+    image: dict[str, list[str]] = {"ENTRYPOINT": [], "CMD": []}
     build = service.get("build")
-    if not build:
-        return []
-    words: list[str] = []
-    for word, rest in _instructions(Path(build["context"]) / build.get("dockerfile", "Dockerfile")):
-        if word in ("ENTRYPOINT", "CMD"):
-            words += yaml.safe_load(rest)  # the JSON (exec) form
-    return words
+    if build:
+        for word, rest in _instructions(Path(build["context"]) / build.get("dockerfile", "Dockerfile")):
+            if word in image:
+                image[word] = yaml.safe_load(rest)  # the JSON (exec) form
+    if service.get("entrypoint") is not None:
+        return _words(service["entrypoint"]) + _words(service.get("command"))
+    return image["ENTRYPOINT"] + (_words(service["command"]) if service.get("command") else image["CMD"])
 
 
 def halo_module(service: Mapping[str, Any]) -> str | None:
@@ -227,6 +231,15 @@ def _volume_of(service: Mapping[str, Any], path: Path) -> tuple[str, str] | None
     return None
 
 
+def one_shot_services(services: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """Services that run once and exit (the model step): never restarted, waited for by exit status."""
+    return {
+        name
+        for name, service in services.items()
+        if str(service.get("restart", "no")) == "no" and not service.get("healthcheck")
+    }
+
+
 def _probe(service: Mapping[str, Any]) -> str:
     test = (service.get("healthcheck") or {}).get("test") or []
     return " ".join(test) if isinstance(test, list) else str(test)
@@ -265,10 +278,14 @@ def wiring_problems(stack: Stack, *, expect_target: str | None = None) -> list[s
         if settings.host not in reachable:
             problems.append(f"{name} binds {settings.host}: other containers cannot reach it")
 
-    # Each healthcheck probes readiness on the port the service listens on.
+    # Each healthcheck probes readiness on the port the service listens on; a one-shot step has
+    # none, and whoever depends on it waits for its successful exit instead.
+    one_shot = one_shot_services(services)
     for name, service in services.items():
         probe = _probe(service)
-        if name in stack.settings:
+        if name in one_shot:
+            pass
+        elif name in stack.settings:
             path = "/health" if isinstance(stack.settings[name], PolicySettings) else "/ready"
             wanted = f"127.0.0.1:{stack.listen_port(name)}{path}"
             if wanted not in probe:
@@ -280,7 +297,10 @@ def wiring_problems(stack: Stack, *, expect_target: str | None = None) -> list[s
         else:
             problems.append(f"{name}: no readiness healthcheck ({probe!r})")
         for dep, condition in (service.get("depends_on") or {}).items():
-            if condition != {"condition": "service_healthy"}:
+            if dep in one_shot:
+                if condition != {"condition": "service_completed_successfully"}:
+                    problems.append(f"{name} starts before the one-shot {dep} has completed successfully")
+            elif condition != {"condition": "service_healthy"}:
                 problems.append(f"{name} starts before {dep} is healthy")
 
     # One policy: the target and the model reach vLLM and the trainer alike.
@@ -461,3 +481,191 @@ def test_no_secret_is_written_into_the_file():
         for key, value in (service.get("environment") or {}).items():
             if any(word in key for word in ("KEY", "TOKEN", "SECRET", "PASSWORD")):
                 assert str(value).startswith("${"), key
+
+
+# --- the model step: the download before vLLM's startup budget ----------------------------------------
+def _model_script(service: Mapping[str, Any]) -> str:
+    words = _command(service)
+    assert words[:2] == ["python3", "-c"], words
+    return words[2]
+
+
+def _run_model_step(service: Mapping[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The step's own script, with this environment's Python and huggingface_hub, offline."""
+    import sys
+
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        **container_environment(service),
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    return subprocess.run(
+        [sys.executable, "-c", _model_script(service)], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_vllm_starts_only_after_the_model_step_filled_the_shared_cache(gpu_stack: Stack):
+    services = gpu_stack.services
+    model = services["model"]
+    assert one_shot_services(services) == {"model"}
+    assert str(model["restart"]) == "no" and "healthcheck" not in model
+    assert services["policy"]["depends_on"]["model"] == {"condition": "service_completed_successfully"}
+    # Same model name as vLLM and the learner, into the same Hugging Face cache volume and path.
+    pname, policy = gpu_stack.by_type(PolicySettings)
+    assert container_environment(model)["HALO_POLICY_MODEL"] == policy.model == GPU_DEFAULT_MODEL
+    cache = "/root/.cache/huggingface"
+    assert _mounts(model)[cache] == _mounts(services[pname])[cache] == _mounts(services["trainer"])[cache]
+    assert _mounts(model)[cache] in gpu_stack.config["volumes"]
+    assert "deploy" not in model  # no GPU for a download
+    assert halo_module(model) is None  # not a second policy server
+
+
+def test_the_contract_catches_vllm_not_waiting_for_the_model_step(gpu_stack: Stack):
+    config = yaml.safe_load(yaml.safe_dump(gpu_stack.config))
+    config["services"]["policy"]["depends_on"] = {"model": {"condition": "service_started"}}
+    problems = wiring_problems(Stack(config), expect_target="gpu")
+    assert any("before the one-shot model has completed successfully" in p for p in problems), problems
+
+
+@pytest.mark.skipif(not CPU_OVERRIDE.exists(), reason="docker-compose.cpu.yml is not in this checkout")
+def test_the_model_step_is_a_no_op_on_the_cpu_target(tmp_path: Path):
+    stack = Stack(load(tmp_path, ROOT / "docker-compose.yml", CPU_OVERRIDE))
+    model = stack.services["model"]
+    assert stack.services["policy"]["depends_on"]["model"] == {"condition": "service_completed_successfully"}
+    assert container_environment(model)["HALO_POLICY_MODEL"] == ""
+    assert model["image"] == stack.services["policy"]["image"]  # one image, built once
+    result = _run_model_step(model, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "nothing to download" in result.stdout and not (tmp_path / "hf").exists()
+
+
+def test_the_model_step_skips_a_local_folder_and_fails_clearly_without_the_model(gpu_stack: Stack, tmp_path: Path):
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    service = {**gpu_stack.services["model"], "environment": {"HALO_POLICY_MODEL": str(folder)}}
+    local = _run_model_step(service, tmp_path)
+    assert local.returncode == 0 and "nothing to download" in local.stdout, local.stderr
+    missing = _run_model_step(gpu_stack.services["model"], tmp_path)  # offline, empty cache
+    assert missing.returncode == 1
+    assert f"cannot reach {GPU_DEFAULT_MODEL}" in missing.stderr and "not in the cache" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
+# --- the Makefile's choice of stack, and launch.sh / teardown.sh -----------------------------------------
+def _make(tmp_path: Path, *args: str, env_file: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`make -n` (prints, runs nothing) in a clean environment with its own env file."""
+    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
+    env["ENV_FILE"] = str(tmp_path / "env")
+    if env_file is not None:
+        (tmp_path / "env").write_text(env_file)
+    return subprocess.run(["make", "-s", "-n", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_train_keeps_the_embedded_default_without_a_compose_marker(tmp_path: Path):
+    result = _make(tmp_path, "train", "DOMAIN=gomail", env_file="OPENAI_API_KEY=x\n")
+    assert result.returncode == 0, result.stderr
+    assert "scripts/setup.sh" in result.stdout and ".venv/bin/halo train --domain gomail" in result.stdout
+    assert "exec" not in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("stack", ["compose", "compose-cpu"])
+def test_make_train_runs_the_cli_inside_the_trainer_after_make_up(tmp_path: Path, stack: str):
+    result = _make(
+        tmp_path,
+        "train",
+        "DOMAIN=omnizon",
+        "EPISODES=3",
+        "TASK=v2.omnizon-1 v2.omnizon-2",
+        env_file=f"HALO_STACK={stack}\n",
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "setup.sh" not in out and ".venv" not in out  # nothing on the host
+    assert "trainer is not running: run" in out and "make up" in out  # checked first, never a fallback
+    line = next(x for x in out.splitlines() if "trainer halo train" in x)
+    assert line.endswith(
+        "exec $tty trainer halo train --domain omnizon --episodes 3 --task v2.omnizon-1 --task v2.omnizon-2 --no-stack"
+    )
+    assert ("scripts/compose_cpu.sh" in line) == (stack == "compose-cpu")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_up_records_the_stack_and_a_bad_stack_is_refused(tmp_path: Path):
+    up = _make(tmp_path, "up", env_file="")
+    assert up.returncode == 0, up.stderr
+    assert "HALO_STACK=compose" in up.stdout and "run --rm model" in up.stdout and "up -d" in up.stdout
+    for args, env_file in ((["train", "STACK=gpu"], ""), (["train"], "HALO_STACK=nonsense\n")):
+        bad = _make(tmp_path, *args, env_file=env_file)
+        assert bad.returncode != 0 and "use one of local compose compose-cpu" in bad.stderr
+    local_up = _make(tmp_path, "up", "STACK=local", env_file="")
+    assert "STACK=local is the embedded stack" in local_up.stdout  # printed by the recipe, which exits 2
+
+
+def _fake_tools(tmp_path: Path) -> dict[str, str]:
+    """A PATH whose `make` records its arguments (one call per line) and whose `docker` exists."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "make").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/make.calls\n')
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "ENV_FILE": str(tmp_path / "env")}
+
+
+def _script(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    result = subprocess.run(
+        ["bash", str(ROOT / name), *args], env=_fake_tools(tmp_path), capture_output=True, text=True, timeout=30
+    )
+    calls = tmp_path / "make.calls"
+    return result, calls.read_text().splitlines() if calls.exists() else []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bogus"], "unknown argument '--bogus'"),
+        (["--episodes"], "--episodes needs a value"),
+        (["--episodes", "ten"], "--episodes 'ten': a positive integer"),
+        (["--episodes", "0"], "a positive integer"),
+        (["--task", "--episodes", "3"], "--task needs a value"),
+        (["--task", "v2.omnizon-1;rm"], "a task id such as v2.omnizon-1"),
+        (["--domain", "Omnizon!"], "a site name"),
+        (["--stack", "gpu"], "compose or compose-cpu"),
+        (["extra"], "unknown argument 'extra'"),
+    ],
+)
+def test_launch_sh_refuses_bad_flags_with_a_usage_message(tmp_path: Path, args: list[str], message: str):
+    result, calls = _script(tmp_path, "launch.sh", *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Usage: ./launch.sh" in result.stderr
+    assert calls == []  # nothing started
+
+
+def test_launch_sh_is_make_up_then_make_train(tmp_path: Path):
+    help_ = subprocess.run(["bash", str(ROOT / "launch.sh"), "--help"], capture_output=True, text=True)
+    assert help_.returncode == 0 and "--skip-setup" in help_.stdout and "--episodes N" in help_.stdout
+    result, calls = _script(tmp_path, "launch.sh", "--task", "v2.omnizon-1", "--episodes", "20")
+    assert result.returncode == 0, result.stderr
+    assert calls == ["up", "train STACK=compose DOMAIN=omnizon EPISODES=20 TASK=v2.omnizon-1"]
+
+
+def test_launch_sh_skip_setup_trains_only_and_keeps_the_recorded_stack(tmp_path: Path):
+    (tmp_path / "env").write_text("HALO_STACK=compose-cpu\n")
+    result, calls = _script(
+        tmp_path, "launch.sh", "--skip-setup", "--task", "local.playground-1", "--task", "local.playground-2"
+    )
+    assert result.returncode == 0, result.stderr
+    assert calls == ["train STACK=compose-cpu DOMAIN=playground TASK=local.playground-1 local.playground-2"]
+
+
+def test_teardown_sh_is_make_down(tmp_path: Path):
+    result, calls = _script(tmp_path, "teardown.sh")
+    assert result.returncode == 0 and calls == ["down"]
+    (tmp_path / "make.calls").unlink()
+    result, calls = _script(tmp_path, "teardown.sh", "--volumes", "--stack", "compose-cpu")
+    assert result.returncode == 0 and calls == ["down STACK=compose-cpu VOLUMES=1"]
+    bad, _ = _script(tmp_path, "teardown.sh", "--force")
+    assert bad.returncode == 2 and "unknown argument '--force'" in bad.stderr and "Usage: ./teardown.sh" in bad.stderr
