@@ -5,9 +5,17 @@ returns, per candidate, what online RL needs: the raw text, the parsed action (o
 one), the completion token ids, the per-token behaviour log-probs and the prompt token ids (vLLM's
 ``return_token_ids``). The prompt comes from ``halo.prompts`` so the learner can rebuild it.
 
-Behaviour log-probs are vLLM's default ``raw_logprobs``: ``log_softmax`` of the model's logits at
-temperature 1, before temperature, top-p or the structured-output mask. The learner computes the
-same quantity (``halo_model.logprobs``), so the importance ratio compares like with like.
+Sampling: every request names the temperature and sets every other field that shapes the
+distribution to vLLM's neutral value (``NEUTRAL_SAMPLING``: no top-k, top-p or min-p cut, no
+penalties), and the server ignores the model's generation_config.json (``--generation-config
+vllm``). The distribution sampled from is then the model's softmax at the temperature (under the
+structured-output grammar when one is asked), which is what the learner scores.
+
+Behaviour log-probs are vLLM's ``processed_logprobs`` (the server's ``--logprobs-mode``): the
+log-softmax of the logits vLLM sampled from, after the grammar mask and the temperature. The learner
+computes the same quantity (``halo_model.logprobs`` at the run's temperature, the grammar replayed),
+so the importance ratio compares like with like. Greedy requests (temperature 0) come back with
+log-probs at temperature 1; nothing scores them.
 
 Adapters: each policy version is loaded under a new name ``<run>-v<k>`` and made current; the
 publisher unloads old versions itself, because only it knows which versions rollouts (of any
@@ -48,6 +56,19 @@ logger = logging.getLogger(__name__)
 SERVICE = "policy server"
 
 
+# vLLM's values that leave the model's distribution as it is (vllm.SamplingParams' defaults; top_k 0
+# is "off" there, -1 too). Sent explicitly so neither a server default nor a model's
+# generation_config.json can change what was sampled behind the learner's back.
+NEUTRAL_SAMPLING: dict[str, float | int] = {
+    "top_p": 1.0,
+    "top_k": 0,
+    "min_p": 0.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+    "repetition_penalty": 1.0,
+}
+
+
 class EngineDead(ServiceFailed):
     """The HTTP server answers but ``/health`` is 503: the engine process died; restart the server."""
 
@@ -68,7 +89,7 @@ class Candidate(BaseModel):
     action: Action | None
     parse_error: ActionParseError | None
     token_ids: list[int]
-    logprobs: list[float]  # one per token in token_ids (behaviour log-probs, temperature 1)
+    logprobs: list[float]  # one per token in token_ids: behaviour log-probs at the request's temperature
     finish_reason: str | None = None
 
     @classmethod
@@ -233,12 +254,21 @@ class PolicyClient:
         temperature: float,
         seed: int | None,
         model: str,
-        top_p: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
         sampling: SamplingParams | None = None,
     ) -> dict[str, Any]:
-        """The chat request; ``sampling`` (a run's) replaces the client's defaults for this call."""
+        """The chat request; ``sampling`` (a run's) replaces the client's defaults for this call.
+
+        ``extra_body`` may add vLLM fields but not replace the temperature or a ``NEUTRAL_SAMPLING``
+        field: the learner reproduces the temperature alone (``ValueError`` names the field).
+        """
+        fixed = sorted(set(extra_body or {}) & {"temperature", *NEUTRAL_SAMPLING})
+        if fixed:
+            raise ValueError(
+                f"extra_body sets {', '.join(fixed)}: sampling is the temperature with every other field neutral, "
+                "the distribution the learner scores; these cannot be changed per request"
+            )
         viewport, history_limit = self.viewport, self.history_limit
         structured, budget = self.structured_outputs, self.max_tokens
         if sampling is not None:
@@ -249,7 +279,7 @@ class PolicyClient:
             "messages": openai_messages(goal, history, screenshots, viewport=viewport, history_limit=history_limit),
             "n": n,
             "temperature": temperature,
-            "top_p": top_p,
+            **NEUTRAL_SAMPLING,
             "max_tokens": max_tokens or budget,
             "logprobs": True,
             "return_token_ids": True,
@@ -275,7 +305,6 @@ class PolicyClient:
         seed: int | None = None,
         *,
         model: str | None = None,
-        top_p: float = 1.0,
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
         sampling: SamplingParams | None = None,
@@ -284,7 +313,8 @@ class PolicyClient:
 
         ``screenshot_png`` is the current screenshot, or a sequence of screenshots oldest first
         (previous ones, then the current one). ``model`` defaults to the current adapter.
-        ``extra_body`` adds vLLM sampling fields (``min_tokens``, ``top_k``, ``stop``...).
+        ``extra_body`` adds vLLM fields (``min_tokens``, ``ignore_eos``, ``stop``...), never one that
+        reshapes the distribution (``request_body``).
         ``sampling``: the run's prompt and grammar settings, in place of the client's defaults.
         """
         if n < 1:
@@ -299,7 +329,6 @@ class PolicyClient:
             temperature=temperature,
             seed=seed,
             model=name,
-            top_p=top_p,
             max_tokens=max_tokens,
             extra_body=extra_body,
             sampling=sampling,
@@ -351,6 +380,7 @@ class PolicyClient:
             "messages": messages,
             "n": 1,
             "temperature": temperature,
+            **NEUTRAL_SAMPLING,
             "max_tokens": max_tokens,
             "add_generation_prompt": True,
         }

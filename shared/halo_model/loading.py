@@ -13,11 +13,17 @@ from typing import Any
 def load_processor(model_path: str | Path, **processor_kwargs: Any) -> Any:
     """The model's processor (tokenizer, chat template, image processor), exactly as vLLM loads it.
 
-    ``processor_kwargs`` must equal the server's ``--mm-processor-kwargs`` when it sets any.
+    It starts from ``PolicySettings.processor_kwargs()`` (``HALO_POLICY_MAX_PIXELS``), the values the
+    policy server passes as ``--mm-processor-kwargs``: one setting for both sides, because a
+    different image budget gives a different number of image tokens and every rebuilt prompt would
+    be refused. ``processor_kwargs`` override it (a caller that builds its own server command).
     """
     from transformers import AutoProcessor
 
-    return AutoProcessor.from_pretrained(str(model_path), **processor_kwargs)
+    from halo.settings.policy import PolicySettings
+
+    kwargs = {**PolicySettings().processor_kwargs(), **processor_kwargs}
+    return AutoProcessor.from_pretrained(str(model_path), **kwargs)
 
 
 def load_model(

@@ -48,3 +48,36 @@ def test_gpu_target_serves_the_8b_in_bfloat16_with_a_memory_split() -> None:
 
 def test_explicit_model_wins() -> None:
     assert served_model(PolicySettings(model="/models/mine")) == "/models/mine"
+
+
+def test_sampling_and_log_probs_are_the_requests_alone_and_the_image_budget_is_one_setting() -> None:
+    import json
+
+    for target in ("cpu", "gpu"):
+        cmd = build_command(PolicySettings(target=target), "model")
+        # nothing inherited from a model's generation_config.json (Qwen's top_k 20, top_p 0.8)
+        assert _arg(cmd, "--generation-config") == "vllm"
+        # behaviour log-probs of the distribution sampled from (after the temperature)
+        assert _arg(cmd, "--logprobs-mode") == "processed_logprobs"
+        assert "--mm-processor-kwargs" not in cmd  # the model's own budget unless one is set
+    s = PolicySettings(max_pixels=200_000)
+    assert json.loads(_arg(build_command(s, "model"), "--mm-processor-kwargs")) == {"max_pixels": 200_000}
+    assert s.processor_kwargs() == {"max_pixels": 200_000} and PolicySettings().processor_kwargs() == {}
+
+
+def test_the_learners_processor_reads_the_servers_image_budget(tiny_model_dir, monkeypatch) -> None:
+    from halo_model.loading import load_processor
+
+    assert load_processor(tiny_model_dir).image_processor.size["longest_edge"] == 448 * 256
+    monkeypatch.setenv("HALO_POLICY_MAX_PIXELS", "64000")
+    assert load_processor(tiny_model_dir).image_processor.size["longest_edge"] == 64_000
+    assert load_processor(tiny_model_dir, max_pixels=100_000).image_processor.size["longest_edge"] == 100_000
+
+
+def test_max_loras_holds_the_default_runs_adapter_versions() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    assert PolicySettings(_env_file=None).max_loras >= 4  # max_staleness 2 + 2 (halo_trainer.config)
+    with pytest.raises(ValidationError, match="max_pixels"):
+        PolicySettings(max_pixels=10)

@@ -91,3 +91,50 @@ def test_the_learner_model_follows_the_trainer_settings_alone():
     assert learner_model(mine, build=False) == "/models/qwen3-vl-8b"
     assert same_model("/models/qwen3-vl-8b", "/models/../models/qwen3-vl-8b")
     assert not same_model(GPU_DEFAULT_MODEL, str(default_model_dir()))
+
+
+def test_tis_cap_and_gap_alarm_come_from_the_run_defaults_and_the_request():
+    defaults = load_defaults("configs/rl_config.yaml")
+    for profile in (None, "tiny"):
+        cfg = resolve(RunSpec(domain="playground"), "r11", ["t"], defaults, profile)
+        assert (cfg.tis_cap, cfg.behaviour_gap_alarm) == (2.0, 0.05)
+        assert cfg.learner_config(LearnerConfig()).tis_cap == 2.0
+    spec = RunSpec(domain="playground", tis_cap=5.0, behaviour_gap_alarm=0.2, temperature=0.9)
+    cfg = resolve(spec, "r12", ["t"], defaults, None)
+    assert (cfg.tis_cap, cfg.behaviour_gap_alarm, cfg.temperature) == (5.0, 0.2, 0.9)
+    assert cfg.learner_config(LearnerConfig()).tis_cap == 5.0
+    assert RunConfig.model_validate(json.loads(cfg.model_dump_json())) == cfg
+    # null in the run defaults turns them off
+    off = {**defaults, "grpo": {**defaults["grpo"], "tis_cap": None, "behaviour_gap_alarm": None}}
+    cfg = resolve(RunSpec(domain="playground"), "r13", ["t"], off, None)
+    assert cfg.tis_cap is None and cfg.learner_config(LearnerConfig()).tis_cap is None
+    # a run saved before the settings existed resumes as it ran: no cap, no alarm
+    old = json.loads(cfg.model_dump_json())
+    del old["tis_cap"], old["behaviour_gap_alarm"]
+    assert (RunConfig.model_validate(old).tis_cap, RunConfig.model_validate(old).behaviour_gap_alarm) == (None, None)
+
+
+def test_bad_tis_and_temperature_settings_are_refused_naming_the_field():
+    for field, value in (("tis_cap", 0.5), ("behaviour_gap_alarm", 0.0), ("temperature", 0.0)):
+        with pytest.raises(ValidationError, match=field):
+            RunSpec(domain="playground", **{field: value})
+    defaults = load_defaults("configs/rl_config.yaml")
+    two_passes = {**defaults, "grpo": {**defaults["grpo"], "epochs_per_batch": 2}}
+    with pytest.raises(ValidationError, match="tis_cap=2.0 needs epochs_per_batch=1"):
+        resolve(RunSpec(domain="playground"), "r14", ["t"], two_passes, None)
+    with pytest.raises(ValidationError, match="tis_cap belong to each run's config"):
+        TrainerSettings(_env_file=None, learner={"tis_cap": 3.0})
+
+
+def test_vllm_must_hold_every_adapter_version_the_loop_keeps():
+    from halo_trainer.config import check_adapter_slots, resident_adapters
+
+    cfg = resolve(RunSpec(domain="playground"), "r15", ["t"], load_defaults("configs/rl_config.yaml"), None)
+    assert cfg.max_staleness == 2 and resident_adapters(2) == 4
+    check_adapter_slots(cfg, 4)
+    with pytest.raises(ValueError, match=r"max_staleness=2 keeps up to 4 .* max_loras=3"):
+        check_adapter_slots(cfg, 3)
+    # the policy server's default holds the default run's versions
+    from halo.settings.policy import PolicySettings
+
+    check_adapter_slots(cfg, PolicySettings(_env_file=None).max_loras)

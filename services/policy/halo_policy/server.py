@@ -7,8 +7,11 @@ supervise the child until it exits or we are told to stop. vLLM's own server doe
 
 CPU (embedded default): vLLM's CPU build with the tiny Qwen3-VL in float32 (exact log-prob parity
 with the learner). GPU: Qwen/Qwen3-VL-8B-Instruct in bfloat16, ``--gpu-memory-utilization`` leaving
-the rest of the card to the trainer. Both: runtime LoRA (``--enable-lora``, ``--max-loras >= 2``,
-``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``), in-place full-weight reload when asked
+the rest of the card to the trainer. Both: runtime LoRA (``--enable-lora``, ``--max-loras``,
+``VLLM_ALLOW_RUNTIME_LORA_UPDATING=1``), behaviour log-probs of the sampled distribution
+(``--logprobs-mode processed_logprobs``) with no sampling defaults from the model's files
+(``--generation-config vllm``), the image-token budget ``HALO_POLICY_MAX_PIXELS`` as
+``--mm-processor-kwargs`` (the learner's processor gets the same), in-place full-weight reload when asked
 (``HALO_POLICY_WEIGHT_RELOAD``, on by default on the CPU target: ``VLLM_SERVER_DEV_MODE=1``), the xgrammar structured-output backend (the learner
 replays its masks), and ``--chat-template-content-format openai`` so vLLM hands the template the
 same message structure transformers does.
@@ -79,7 +82,19 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
         "--limit-mm-per-prompt",
         json.dumps({"image": 4, "video": 0}),
         "--disable-uvicorn-access-log",
+        # Sampling is owned by the request alone (the client sends every field, neutral but the
+        # temperature): nothing may come from the model's generation_config.json, whose top_k/top_p
+        # the learner would not reproduce.
+        "--generation-config",
+        "vllm",
+        # Behaviour log-probs of the distribution actually sampled from (after temperature, penalties,
+        # top-k/p; the grammar mask is applied before either mode), so the learner scoring at the
+        # run's temperature compares like with like.
+        "--logprobs-mode",
+        "processed_logprobs",
     ]
+    if kwargs := settings.processor_kwargs():
+        cmd += ["--mm-processor-kwargs", json.dumps(kwargs)]
     if settings.target == "gpu":
         cmd += ["--gpu-memory-utilization", str(settings.gpu_memory_utilization)]
     else:

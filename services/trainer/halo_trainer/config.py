@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams, TrackerName
 from halo.schemas.runs import check_full_weights
@@ -30,7 +30,9 @@ class RunConfig(BaseModel):
     algorithm: Algorithm
     episodes: int = Field(description="Training episodes; a step-group job counts as one episode, a search as one")
     num_generations: int
-    temperature: float
+    temperature: float = Field(
+        gt=0.0, le=2.0, description="Sampling temperature of training rollouts; the learner scores at it too"
+    )
     learning_rate: float
     loss_type: LossType
     kl_coef: float
@@ -43,6 +45,19 @@ class RunConfig(BaseModel):
     )
     max_grad_norm: float
     use_behaviour_logprobs: bool
+    # Runs saved before these fields resume as they ran: no cap, no alarm.
+    tis_cap: float | None = Field(
+        None,
+        ge=1.0,
+        description="Truncated importance sampling: each token's weight pi_learner / pi_vLLM is capped here; "
+        "None = no cap (the PPO ratio is then taken against vLLM's log-probs)",
+    )
+    behaviour_gap_alarm: float | None = Field(
+        None,
+        gt=0.0,
+        description="train/behaviour_logprob_gap (nats per token) above which the trainer warns and counts; "
+        "None = no alarm",
+    )
     group_mode: GroupMode
     branch: BranchPolicy
     max_steps: int
@@ -82,6 +97,17 @@ class RunConfig(BaseModel):
     def _full_weight_names(cls, names: list[str]) -> list[str]:
         return check_full_weights(names)
 
+    @model_validator(mode="after")
+    def _tis_needs_one_pass(self) -> RunConfig:
+        if self.tis_cap is not None and self.epochs_per_batch > 1:
+            # The truncated weight needs the learner's log-probs from before the first pass; the
+            # learner keeps none, so a second pass would run without any trust region.
+            raise ValueError(
+                f"tis_cap={self.tis_cap} needs epochs_per_batch=1 (got {self.epochs_per_batch}): set tis_cap to "
+                "null or make one pass per batch"
+            )
+        return self
+
     @field_validator("sampling")
     @classmethod
     def _replayable(cls, sampling: SamplingParams) -> SamplingParams:
@@ -107,7 +133,27 @@ class RunConfig(BaseModel):
                 "full_weights_lr": self.full_weights_lr,
                 # Dr. GRPO's constant normaliser is the sampler's completion budget.
                 "max_completion_tokens": self.sampling.max_tokens,
+                "tis_cap": self.tis_cap,
             }
+        )
+
+
+def resident_adapters(max_staleness: int) -> int:
+    """Adapters the run loop keeps in vLLM at most: the versions rollouts may still use (current -
+    max_staleness .. current, ``RunLoop._retire_old_versions``) plus the next one, which loads before
+    the oldest is unloaded."""
+    return max_staleness + 2
+
+
+def check_adapter_slots(cfg: RunConfig, max_loras: int) -> None:
+    """Refuse a run whose resident adapters do not fit the server's ``--max-loras``: vLLM would evict
+    and reload adapters from disk, and hold back requests for a version without a slot."""
+    needed = resident_adapters(cfg.max_staleness)
+    if max_loras < needed:
+        raise ValueError(
+            f"max_staleness={cfg.max_staleness} keeps up to {needed} adapter versions loaded in vLLM, but the "
+            f"policy server holds max_loras={max_loras}: set HALO_POLICY_MAX_LORAS >= {needed} (both services read "
+            "it) or lower max_staleness in the run defaults"
         )
 
 
@@ -155,6 +201,8 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         "group_mode": spec.group_mode,
         "branch": spec.branch,
         "temperature": spec.temperature,
+        "tis_cap": spec.tis_cap,
+        "behaviour_gap_alarm": spec.behaviour_gap_alarm,
         "max_steps": spec.max_steps,
         "eval_every": spec.eval_every,
         "eval_episodes": spec.eval_episodes,

@@ -53,7 +53,7 @@ from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.config import EVAL_SEED_OFFSET, RunConfig
 from halo_trainer.episodes import EpisodeLog
 from halo_trainer.learner import Learner
-from halo_trainer.metrics import MetricsLog, rollout_metrics, wilson_interval
+from halo_trainer.metrics import GapAlarm, MetricsLog, rollout_metrics, wilson_interval
 from halo_trainer.streams import LEARNER, jobs_queue, results_queue, set_current_policy
 from halo_trainer.trackers import Trackers
 
@@ -152,6 +152,7 @@ class RunLoop:
         self._retry_s = RETRY_FIRST_S
         self._reload_checked = False  # the policy server was checked for weight reload (full-weights runs)
         self._sync_metrics: dict[str, float] = {}  # the last publish's timings, for the update's metrics
+        self.gap_alarm = GapAlarm(cfg.behaviour_gap_alarm, cfg.run_id)
 
     # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
@@ -394,6 +395,7 @@ class RunLoop:
         if kept:
             adv = [a for g in advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type) for a in g]
             metrics |= await asyncio.to_thread(self._learn, kept, adv)
+            metrics |= self.gap_alarm.check(metrics)
         return metrics
 
     def _episodes_in(self, messages: list[RolloutResult]) -> int:

@@ -7,6 +7,7 @@ update index and the policy version that produced it.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import statistics
 import time
@@ -21,6 +22,43 @@ from halo_trainer.batching import Selection
 from halo_trainer.trackers import Trackers
 
 TRAINER_METRIC = Gauge("halo_trainer_metric", "Latest value of a training metric", ["run_id", "name"])
+logger = logging.getLogger("halo.trainer.metrics")
+
+
+class GapAlarm:
+    """Watches ``train/behaviour_logprob_gap``, the mean |learner - vLLM| log-prob per token.
+
+    With the same weights, prompt, grammar and temperature the two agree to float rounding
+    (docs/policy.md, "Log-prob parity"): a gap above ``threshold`` means the learner is not scoring
+    the policy that sampled, and the importance weights correct (or truncate) more than rounding.
+    Each update over it logs one warning naming the usual causes and is counted in
+    ``train/behaviour_gap_alarms`` (since the trainer started the run; ``threshold`` None: off).
+    """
+
+    def __init__(self, threshold: float | None, run_id: str) -> None:
+        self.threshold, self.run_id = threshold, run_id
+        self.count = 0
+
+    def check(self, metrics: dict[str, float]) -> dict[str, float]:
+        gap = metrics.get("train/behaviour_logprob_gap")
+        if self.threshold is None or gap is None or not math.isfinite(gap):
+            return {}
+        if gap > self.threshold:
+            self.count += 1
+            staleness = metrics.get("rollout/staleness", float("nan"))
+            logger.warning(
+                "run %s: behaviour log-prob gap %.4f nats/token > %.4f (alarm %d): the learner does not score the "
+                "policy vLLM sampled from. Likely: a dtype mismatch (HALO_POLICY_DTYPE vs the learner's), sampling "
+                "params the learner does not reproduce (temperature, top-k/p, penalties, a generation_config.json "
+                "without --generation-config vllm, an unreplayed grammar), or adapter versions (stale rollouts: "
+                "mean staleness %.2f versions; an adapter vLLM did not load)",
+                self.run_id,
+                gap,
+                self.threshold,
+                self.count,
+                staleness,
+            )
+        return {"train/behaviour_gap_alarms": float(self.count)}
 
 
 class MetricsLog:

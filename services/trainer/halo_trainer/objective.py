@@ -35,6 +35,23 @@ How this differs from textbook GRPO (DeepSeekMath, Shao et al. 2024):
   rest. The gap between vLLM's and the learner's log-probs is reported as a metric. Without
   behaviour log-probs the learner passes its own detached log-probs: with one pass over a batch the
   ratio is then exactly 1 and the gradient is the plain policy gradient ``-A_i grad logp_i,t``.
+* Truncated importance sampling (``tis_cap``; Yao et al. 2025, "Your efficient RL framework secretly
+  brings you off-policy RL training"; verl's ``tis_imp_ratio_cap``). vLLM and the learner are two
+  implementations of the policy (kernels, dtype: bfloat16 on the GPU), so even with the same weights
+  pi_vLLM != pi_learner, and the ratio against vLLM's log-probs mixes that mismatch into the PPO
+  trust region: a token whose ratio the mismatch pushes past 1 +- eps loses its gradient, one with
+  a negative advantage and a large ratio gets an unbounded one. With a cap C the objective is
+  decoupled::
+
+      w_i,t    = min(exp(logp_old_i,t - logp_b_i,t), C)              (no gradient)
+      rho_i,t  = exp(logp_i,t - logp_old_i,t)
+      pg_i,t   = -w_i,t * min(rho_i,t * A_i, clip(rho_i,t, 1 - eps_low, 1 + eps_high) * A_i)
+
+  where ``logp_old`` are the learner's log-probs before the optimiser step: with one step per batch
+  they are ``logp`` detached (``RunConfig`` refuses ``tis_cap`` with several passes), rho is 1 and
+  the gradient is ``-w A grad logp``, the policy gradient importance-weighted towards vLLM's
+  samples with the weight truncated (bias for bounded variance). Staleness (a rollout from an older
+  adapter) is in w too. Without a cap (``tis_cap=None``) the objective is the coupled one above.
 * The KL term is 0 by default (Dr. GRPO drops it); when used it is the same k3 estimator as
   DeepSeekMath's, against the base model (the LoRA adapter disabled) rather than an SFT copy.
 
@@ -120,6 +137,7 @@ class LossStats:
     ratio_max: float = float("-inf")
     clipped_tokens: float = 0.0
     logprob_gap_sum: float = 0.0  # |logp - logp_b|: sampler/learner mismatch plus staleness
+    truncated_tokens: float = 0.0  # tokens whose importance weight the TIS cap lowered
 
     def merge(self, other: LossStats) -> LossStats:
         return LossStats(
@@ -133,6 +151,7 @@ class LossStats:
             ratio_max=max(self.ratio_max, other.ratio_max),
             clipped_tokens=self.clipped_tokens + other.clipped_tokens,
             logprob_gap_sum=self.logprob_gap_sum + other.logprob_gap_sum,
+            truncated_tokens=self.truncated_tokens + other.truncated_tokens,
         )
 
     def summary(self) -> dict[str, float]:
@@ -147,6 +166,7 @@ class LossStats:
             "ratio_max": self.ratio_max if self.tokens else 1.0,
             "clip_frac": self.clipped_tokens / n,
             "behaviour_logprob_gap": self.logprob_gap_sum / n,
+            "tis_frac": self.truncated_tokens / n,
         }
 
 
@@ -164,8 +184,14 @@ def policy_loss(
     kl_coef: float = 0.0,
     max_completion_tokens: int | None = None,
     num_sequences: int | None = None,
+    tis_cap: float | None = None,
+    old_logprobs: Tensor | None = None,
 ) -> tuple[Tensor, LossStats]:
     """The loss of the module docstring over per-token tensors ``[B, T]`` and ``advantages[B]``.
+
+    ``tis_cap``: truncated importance sampling against ``behaviour_logprobs``, the PPO ratio then
+    against ``old_logprobs`` (default: ``logprobs`` detached, the learner before this step).
+    The ``ratio_*`` statistics are the importance ratio against vLLM in both forms.
 
     Only positions where ``completion_mask`` is set count; values elsewhere (padding, prompt) are
     ignored, whatever they hold. ``max_completion_tokens`` is Dr. GRPO's constant (default: T).
@@ -184,9 +210,22 @@ def policy_loss(
     on = completion_mask.bool()
     adv = advantages.to(logprobs.dtype).unsqueeze(-1)
 
+    if tis_cap is not None and tis_cap < 1.0:
+        raise ValueError(f"tis_cap={tis_cap}: a cap below 1 would down-weight on-policy tokens")
+    zeros = torch.zeros_like(logprobs)
     # Masked positions get log-ratio 0 so garbage there cannot produce inf * 0 = nan.
-    log_ratio = torch.where(on, logprobs - behaviour_logprobs.to(logprobs.dtype), torch.zeros_like(logprobs))
-    ratio = log_ratio.exp()
+    log_ratio = torch.where(on, logprobs - behaviour_logprobs.to(logprobs.dtype), zeros)
+    weight = None
+    truncated = torch.zeros_like(on)
+    if tis_cap is None:
+        ratio = log_ratio.exp()
+        behaviour_ratio = ratio
+    else:
+        old = logprobs.detach() if old_logprobs is None else old_logprobs.to(logprobs.dtype)
+        behaviour_ratio = torch.where(on, old - behaviour_logprobs.to(logprobs.dtype), zeros).exp().detach()
+        weight = behaviour_ratio.clamp(max=tis_cap)
+        truncated = behaviour_ratio > tis_cap
+        ratio = torch.where(on, logprobs - old, zeros).exp()
     unclipped = ratio * adv
     if clip_eps_low is None and clip_eps_high is None:
         surrogate = unclipped
@@ -201,7 +240,7 @@ def policy_loss(
             clipped |= (ratio < low) & (adv < 0)
         if high is not None:
             clipped |= (ratio > high) & (adv > 0)
-    per_token = -surrogate
+    per_token = -surrogate if weight is None else -weight * surrogate
 
     kl = None
     if ref_logprobs is not None:
@@ -219,7 +258,7 @@ def policy_loss(
 
     with torch.no_grad():
         tokens = float(mask.sum())
-        ratio_on = ratio[on]
+        ratio_on = behaviour_ratio[on]
         stats = LossStats(
             tokens=tokens,
             sequences=int(logprobs.shape[0]),
@@ -231,5 +270,6 @@ def policy_loss(
             ratio_max=float(ratio_on.max()) if ratio_on.numel() else float("-inf"),
             clipped_tokens=float((clipped & on).sum()),
             logprob_gap_sum=float(log_ratio.abs()[on].sum()),
+            truncated_tokens=float((truncated & on).sum()),
         )
     return loss, stats

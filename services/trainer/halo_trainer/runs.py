@@ -9,6 +9,7 @@ the API's routes only translate.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import secrets
@@ -24,11 +25,12 @@ from halo.policy_client import PolicyClient
 from halo.schemas import Algorithm, RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
+from halo.settings.policy import PolicySettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
-from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.config import RunConfig, check_adapter_slots, load_defaults, profile_for, resolve
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.trackers import Trackers
@@ -149,6 +151,10 @@ class RunManager:
         run_dir = self.settings.runs_dir / run_id
         profile = profile_for(self.settings.target)
         cfg = resolve(spec, run_id, chosen.tasks, load_defaults(self.settings.rl_config), profile)
+        try:
+            check_adapter_slots(cfg, PolicySettings().max_loras)
+        except ValueError as exc:
+            raise RunRefused(422, str(exc)) from exc
         if cfg.mcts is not None:
             try:
                 check_critic(cfg.mcts)
@@ -219,12 +225,20 @@ class RunManager:
 
     def _learner_parts(self, cfg: RunConfig):
         from halo_model.loading import load_model, load_processor
+        from halo_model.logprobs import completion_logprobs
         from halo_trainer.learner import Learner
 
+        # A resumed run is checked too: the server may have restarted with other settings.
+        check_adapter_slots(cfg, PolicySettings().max_loras)
         model_path = learner_model(self.settings, build=True)
+        # The image budget is the policy server's (HALO_POLICY_MAX_PIXELS), read by load_processor.
         processor = load_processor(model_path)
         learner_cfg = cfg.learner_config(self.settings.learner)
-        learner = Learner(load_model(model_path, device=self.settings.resolved_device()), learner_cfg)
+        # vLLM reports log-probs of what it sampled from, at the run's temperature: the learner (its
+        # GRPO ratio, KL reference and DPO log-probs) scores at the same one.
+        logprob_fn = functools.partial(completion_logprobs, temperature=cfg.temperature)
+        model = load_model(model_path, device=self.settings.resolved_device())
+        learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
         return learner, processor
 
     async def check_served_model(self) -> None:

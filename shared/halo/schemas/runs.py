@@ -71,7 +71,13 @@ class RunSpec(Message):
     loss_type: LossType | None = None
     group_mode: GroupMode | None = None
     branch: BranchPolicy | None = None
-    temperature: Annotated[float, Field(ge=0.0, le=2.0)] | None = None
+    # Sampling temperature of training rollouts, also the temperature the learner scores at; > 0
+    # (vLLM samples greedily below 1e-5, and a greedy sample's log-probs are not the tempered ones).
+    temperature: Annotated[float, Field(ge=0.01, le=2.0)] | None = None
+    # Truncated importance sampling: the cap on each token's weight pi_learner / pi_vLLM (docs/trainer.md)
+    tis_cap: Annotated[float, Field(ge=1.0, le=100.0)] | None = None
+    # Warn (and count) when train/behaviour_logprob_gap, nats per token, passes this
+    behaviour_gap_alarm: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
     max_steps: Annotated[int, Field(ge=1, le=200)] | None = None
     eval_every: Annotated[int, Field(ge=0)] | None = None  # updates between evaluations; 0 = never
     eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None

@@ -50,13 +50,25 @@ class PolicySettings(HaloSettings):
     )
     cpu_kvcache_space_gib: int = Field(1, ge=1, description="KV cache size on the CPU backend, GiB")
     max_lora_rank: int = Field(16, description="Largest LoRA rank vLLM accepts (one of 8, 16, 32, 64, ...)")
-    max_loras: int = Field(2, ge=2, description="Adapters resident at once; >= 2 so v(k+1) loads before v(k) leaves")
+    max_loras: int = Field(
+        4,
+        ge=2,
+        description="Adapters vLLM holds at once: at least a run's max_staleness + 2 (the versions rollouts may "
+        "still use, plus the new one loading before the oldest leaves); checked at run start",
+    )
     max_num_seqs: int = Field(64, ge=1, description="Concurrent sequences per engine step (n counts each sample)")
     max_num_batched_tokens: int | None = Field(
         None,
         ge=512,
         description="Tokens per engine step; None = vLLM's default on gpu, max(max_model_len, 16384) on cpu "
         "(where chunked prefill is off, see halo_policy.server)",
+    )
+    max_pixels: int | None = Field(
+        None,
+        ge=1024,
+        description="Image-token budget: pixels an image is resized to at most (the image processor's "
+        "longest_edge); reaches vLLM's --mm-processor-kwargs and every load_processor, so the learner rebuilds "
+        "vLLM's prompt. None = the model's own processor default",
     )
     seed: int = Field(0, description="Engine seed; requests also pass their own seed")
     tiny_seed: int = Field(0, description="Seed of the tiny random-weight model built for the cpu target")
@@ -90,6 +102,12 @@ class PolicySettings(HaloSettings):
 
     def resolved_dtype(self) -> str:
         return self.dtype or ("float32" if self.target == "cpu" else "bfloat16")
+
+    def processor_kwargs(self) -> dict[str, int]:
+        """What the model's processor is built with, on both sides: vLLM's ``--mm-processor-kwargs``
+        and ``halo_model.loading.load_processor``. Any difference changes the image-token count, and
+        the learner's rebuilt prompt would no longer be vLLM's."""
+        return {} if self.max_pixels is None else {"max_pixels": self.max_pixels}
 
     def resolved_weight_reload(self) -> bool:
         return self.weight_reload if self.weight_reload is not None else self.target == "cpu"

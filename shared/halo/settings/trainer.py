@@ -63,6 +63,11 @@ class LearnerConfig(BaseModel):
     kl_coef: Annotated[float, Field(ge=0)] = Field(
         0.0, description="Weight of the k3 KL to the frozen base model (adapter disabled); 0 skips the reference pass"
     )
+    tis_cap: Annotated[float, Field(ge=1.0)] | None = Field(
+        None,
+        description="Truncated importance sampling: cap on the weight pi_learner / pi_vLLM of each token "
+        "(objective.policy_loss); None = no cap, the PPO ratio taken against vLLM's log-probs",
+    )
     max_completion_tokens: Annotated[int, Field(ge=1)] = Field(
         256,
         description="Dr. GRPO's constant normaliser, in tokens: the sampler's max_tokens; longer completions are rejected",
@@ -90,6 +95,7 @@ RUN_OWNED_LEARNER_FIELDS = frozenset(
         "full_weights",
         "full_weights_lr",
         "max_completion_tokens",
+        "tis_cap",
     }
 )
 
