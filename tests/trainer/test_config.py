@@ -138,3 +138,17 @@ def test_vllm_must_hold_every_adapter_version_the_loop_keeps():
     from halo.settings.policy import PolicySettings
 
     check_adapter_slots(cfg, PolicySettings(_env_file=None).max_loras)
+
+
+def test_the_learner_scores_at_the_runs_temperature():
+    """One owner: the run's ``temperature`` is what rollouts sample at and what the learner scores at."""
+    from halo_model.grouped import grouped_logprobs
+    from halo_trainer.runs import RunManager
+
+    spec = RunSpec(domain="playground", temperature=0.7)
+    cfg = resolve(spec, "r16", ["t"], load_defaults("configs/rl_config.yaml"), "tiny")
+    manager = RunManager.__new__(RunManager)  # the learner's parts need the settings alone
+    manager.settings = TrainerSettings(_env_file=None, target="cpu")
+    learner, _ = manager._learner_parts(cfg)
+    assert learner.logprob_fn.func is grouped_logprobs and learner.logprob_fn.keywords == {"temperature": 0.7}
+    assert learner.config.tis_cap == cfg.tis_cap == 2.0

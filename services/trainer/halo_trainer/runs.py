@@ -224,8 +224,8 @@ class RunManager:
         self.active[cfg.run_id] = (task, stop)
 
     def _learner_parts(self, cfg: RunConfig):
+        from halo_model.grouped import grouped_logprobs
         from halo_model.loading import load_model, load_processor
-        from halo_model.logprobs import completion_logprobs
         from halo_trainer.learner import Learner
 
         # A resumed run is checked too: the server may have restarted with other settings.
@@ -235,8 +235,8 @@ class RunManager:
         processor = load_processor(model_path)
         learner_cfg = cfg.learner_config(self.settings.learner)
         # vLLM reports log-probs of what it sampled from, at the run's temperature: the learner (its
-        # GRPO ratio, KL reference and DPO log-probs) scores at the same one.
-        logprob_fn = functools.partial(completion_logprobs, temperature=cfg.temperature)
+        # GRPO ratio, KL reference and DPO log-probs) scores at the same one, on its grouped path.
+        logprob_fn = functools.partial(grouped_logprobs, temperature=cfg.temperature)
         model = load_model(model_path, device=self.settings.resolved_device())
         learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
         return learner, processor
