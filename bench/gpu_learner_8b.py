@@ -1,27 +1,34 @@
-"""One GRPO learner update at Qwen3-VL-8B-Instruct's real dimensions (random weights) on a GPU.
+"""One learner update the size of a real job at Qwen3-VL-8B-Instruct's dimensions (random weights) on a GPU.
 
 What the 8B learner costs, before any checkpoint is downloaded: the project's `Learner` (the same
 code the trainer runs) on a randomly initialised Qwen3-VL with the 8B model's published sizes,
-bf16, LoRA r=16 on the language model, gradient checkpointing, one update on a group of 8
-computer-use completions that share a 1280x720 screenshot prompt. The prompt is tokenized with the
-tiny model's tokenizer (ids fit in the 8B vocabulary) and an image processor set to Qwen3-VL's real
-pixel limits, so the screenshot becomes as many vision tokens as on the real model.
+configured the way the trainer configures it: the gpu target's resolved `TrainerSettings`
+(bfloat16, gradient checkpointing, micro-batch) and configs/rl_config.yaml's values through
+`resolve` and `RunConfig.learner_config` (LoRA r=16, kl_coef, PPO clip, truncated importance
+sampling, Dr. GRPO's normaliser), its log-probs at the run's temperature as `halo_trainer.runs`
+builds them. The update is one step-group job: `max_steps` steps x `num_generations` candidates,
+each step its own 1280x720 screenshot prompt (~1,880 tokens with the goal and 8 history actions),
+every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`Learner.dpo_update`)
+on pairs of those candidates. The prompts are tokenized with the tiny model's tokenizer (ids fit in
+the 8B vocabulary) and an image processor at Qwen3-VL's real pixel limits, so a screenshot becomes
+as many vision tokens as on the real model.
 
-Reported: the update's wall time (median of --updates after one warm-up), peak GPU memory, and
-model FLOP utilisation (MFU) against the card's bf16 matmul rate measured here. FLOPs are counted,
-not estimated: torch's FlopCounterMode runs one forward pass of the batch, F. A LoRA update does
-the forward (F) and the backward through the frozen weights to the activations (about F; frozen
-weights get no weight gradient, LoRA's own are negligible): model FLOPs = 2F. Gradient
-checkpointing recomputes the forward once more, so the hardware executes about 3F; that is the
-hardware utilisation (HFU) also reported.
+Reported: each update's wall time (median of --updates after one warm-up), the DPO step's, peak GPU
+memory (allocated and reserved) beside the memory plan's prediction (`halo_trainer.memory_plan`, the
+check the trainer runs at a run's start), and model FLOP utilisation (MFU): model FLOPs over time
+over the card's bf16 dense peak (its datasheet figure, and the matmul rate measured here). FLOPs
+are counted, not estimated: torch's FlopCounterMode runs one micro-batch's forward, F, scaled by the
+micro-batches. A LoRA update does the forward (F) and the backward through the frozen weights to
+the activations (about F): model FLOPs = 2F, plus F for the KL reference pass; gradient
+checkpointing recomputes the forward once more (hardware FLOPs, HFU).
 
 ``--full-weights vision`` (any ``full_weights`` entries, ``halo_model.full_weights``) also trains
-those base-model modules in full, in the model's dtype, with their AdamW state and the learner's
-frozen reference copy: it measures their memory and time. Their weight gradients are not in the
-2F count, so MFU and HFU are then lower bounds.
+those base-model modules in full: their weight gradients are not in the count, so MFU and HFU are
+then lower bounds.
 
     python bench/gpu_learner_8b.py                      # on a GPU box (CUDA): the 8B dimensions
     python bench/gpu_learner_8b.py --full-weights vision  # ... training the vision tower in full too
+    python bench/gpu_learner_8b.py --dry-run            # anywhere: the resolved configuration and the plan
     python bench/gpu_learner_8b.py --dims tiny          # the same code at toy sizes, on the CPU
 
 Writes bench/results/gpu_learner_<dims>[_<full weights>].json and prints a summary. `make bench` does not run it
@@ -44,13 +51,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_learner import group_samples  # noqa: E402
+from bench_learner import ACTIONS  # noqa: E402
 
-from halo.settings.trainer import LearnerConfig  # noqa: E402
-from halo_model.inputs import build_batch  # noqa: E402
-from halo_model.loading import load_processor  # noqa: E402
-from halo_model.tiny import TinyModelParams, build_tiny_model, qwen3vl_config  # noqa: E402
-from halo_trainer.learner import Learner, LearnerBatch  # noqa: E402
+from halo.actions import format_tool_call  # noqa: E402
+from halo.schemas import RunSpec  # noqa: E402
+from halo.settings.policy import PolicySettings  # noqa: E402
+from halo.settings.trainer import TrainerSettings  # noqa: E402
+from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
+from halo_trainer import memory_plan  # noqa: E402
+from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve  # noqa: E402
 
 # Qwen3-VL-8B-Instruct's config.json and preprocessor_config.json (at these pixel limits a
 # 1280x720 screenshot keeps its full resolution); `tiny` is the project's tiny model, so the script
@@ -117,21 +126,98 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def forward_flops(learner: Learner, batch: LearnerBatch) -> int:
+# Dense bf16 tensor-core peaks from the datasheets (no sparsity), TFLOP/s: the MFU denominator.
+BF16_PEAK_TFLOPS = {
+    "H100 80GB HBM3": 989.0,
+    "H100 SXM": 989.0,
+    "H100 PCIe": 756.0,
+    "H100 NVL": 835.0,
+    "H200": 989.0,
+    "A100": 312.0,
+}
+
+
+def bf16_peak(name: str) -> float | None:
+    return next((v for k, v in BF16_PEAK_TFLOPS.items() if k in name), None)
+
+
+def configured(args: argparse.Namespace) -> tuple[TrainerSettings, RunConfig, object]:
+    """The trainer's own configuration path: the gpu target's settings, rl_config.yaml's values."""
+    cuda = args.device.startswith("cuda") or args.dry_run  # a dry run shows what CUDA would run
+    # The CPU check of the script cannot run bfloat16 at speed: float32 there, the target's dtype on CUDA.
+    settings = TrainerSettings(target="gpu", device=args.device, dtype=None if cuda else "float32")
+    spec = (
+        RunSpec(domain="omnizon", full_weights=list(args.full_weights))
+        if args.full_weights
+        else RunSpec(domain="omnizon")
+    )
+    cfg = resolve(spec, "bench", ["bench"], load_defaults(ROOT / "configs" / "rl_config.yaml"), profile_for("gpu"))
+    learner_cfg = cfg.learner_config(settings.resolved_learner())
+    if args.micro_batch:
+        learner_cfg = learner_cfg.model_copy(update={"micro_batch_size": args.micro_batch})
+    return settings, cfg, learner_cfg
+
+
+def plan_for(args, settings, cfg, learner_cfg, processor=None) -> memory_plan.MemoryPlan:
+    dims = memory_plan.QWEN3_VL_8B if args.dims == "8b" else None
+    if dims is None:
+        from halo_model.tiny import build_tiny_model
+
+        dims = memory_plan.ModelDims.from_pretrained(build_tiny_model())
+    work = memory_plan.workload_for(cfg, learner_cfg, settings.resolved_dtype(), processor)
+    policy = PolicySettings(target="gpu")
+    if args.device.startswith("cuda") and not args.dry_run:
+        card = memory_plan.card_from_device(args.device, policy, shares_card=False)  # the bench has the card alone
+    else:
+        card = memory_plan.Card(
+            total_gib=args.card_gib, policy_shares_card=False, gpu_memory_utilization=0.9, policy_card_gib=None
+        )
+    return memory_plan.plan(dims, work, card)
+
+
+def job_samples(tokenizer, steps: int, candidates: int, completion_tokens: int):
+    """A step-group job: ``steps`` screenshot prompts (history growing to 8 actions), ``candidates``
+    completions each, every completion ``completion_tokens`` long (reasoning text, then a tool call)."""
+    import dataclasses
+
+    from bench_learner import group_samples
+
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    filler = tokenizer.encode(" The page shows the inbox; the compose button is at the top left, so I click it.")
+    records, groups = [], []
+    for step in range(steps):
+        history = [format_tool_call(ACTIONS[i % len(ACTIONS)]) for i in range(min(step + 1, 8))]
+        group = []
+        for i, record in enumerate(group_samples(tokenizer, candidates)):
+            call = tokenizer.encode(format_tool_call(ACTIONS[(i + step) % len(ACTIONS)])) + [end]
+            thought = (filler * (completion_tokens // len(filler) + 1))[: completion_tokens - len(call)]
+            group.append(len(records))
+            records.append(dataclasses.replace(record, history=history, completion_token_ids=thought + call))
+        groups.append(group)
+    return records, groups
+
+
+def forward_flops(learner, batch, micro: int) -> int:
+    """One micro-batch's forward, counted."""
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with counter:
-        learner.logprobs(batch)
+        learner.logprobs(batch.select(list(range(min(micro, len(batch)))), learner._merge))
     return counter.get_total_flops()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dims", choices=sorted(DIMS), default="8b")
-    parser.add_argument("--updates", type=int, default=3, help="timed updates (after one warm-up)")
-    parser.add_argument("--group", type=int, default=8, help="completions per update (one screenshot prompt)")
-    parser.add_argument("--micro-batch", type=int, default=8, help="completions per forward/backward")
+    parser.add_argument("--updates", type=int, default=2, help="timed updates (after one warm-up)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="steps of the job (default: rl_config max_steps; tiny: 1)"
+    )
+    parser.add_argument(
+        "--group", type=int, default=None, help="candidates per step (default: rl_config num_generations)"
+    )
+    parser.add_argument("--micro-batch", type=int, default=None, help="override the resolved micro-batch size")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument(
         "--full-weights",
@@ -140,45 +226,78 @@ def main() -> None:
         help="also train these base-model modules in full: vision_merger, vision_last_blocks, vision, all, or names",
     )
     parser.add_argument(
+        "--dry-run", action="store_true", help="resolve the configuration, print the plan; no model, no CUDA"
+    )
+    parser.add_argument("--card-gib", type=float, default=memory_plan.CARDS_GIB["h100-80gb"], help="the dry run's card")
+    parser.add_argument(
         "--out", type=Path, default=None, help="default: bench/results/gpu_learner_<dims>[_<full weights>].json"
     )
     args = parser.parse_args()
-    if args.dims == "8b" and not args.device.startswith("cuda"):
-        parser.error("the 8B dimensions need a CUDA GPU (use --dims tiny to check the script on the CPU)")
-    params = DIMS[args.dims]
-    dtype = torch.bfloat16 if args.device.startswith("cuda") else torch.float32
+    if args.dims == "8b" and not args.device.startswith("cuda") and not args.dry_run:
+        parser.error(
+            "the 8B dimensions need a CUDA GPU (--dry-run prints the configuration; --dims tiny runs on the CPU)"
+        )
+    settings, cfg, learner_cfg = configured(args)
+    steps = args.steps or (cfg.max_steps if args.dims == "8b" else 1)
+    group = args.group or cfg.num_generations
+    summary = {
+        "dims": args.dims,
+        "dtype": settings.resolved_dtype(),
+        "gradient_checkpointing": learner_cfg.gradient_checkpointing,
+        "micro_batch": learner_cfg.micro_batch_size,
+        "kl_coef": learner_cfg.kl_coef,
+        "clip_eps": [learner_cfg.clip_eps_low, learner_cfg.clip_eps_high],
+        "tis_cap": getattr(learner_cfg, "tis_cap", None),
+        "temperature": cfg.temperature,
+        "lora_r": learner_cfg.lora_r,
+        "steps": steps,
+        "group": group,
+        "completion_tokens": cfg.sampling.max_tokens,
+    }
+    if args.dry_run:
+        plan = plan_for(args, settings, cfg, learner_cfg)
+        sys.stdout.write(json.dumps(summary) + "\n" + plan.table() + "\n")
+        return
+    run(args, settings, cfg, learner_cfg, summary, steps, group)
 
+
+def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int) -> None:
+    import functools
+
+    from halo_model.inputs import build_batch
+    from halo_model.loading import load_processor
+    from halo_model.logprobs import completion_logprobs
+    from halo_model.tiny import build_tiny_model
+    from halo_trainer.learner import Learner, LearnerBatch
+
+    cuda = args.device.startswith("cuda")
+    params = DIMS[args.dims]
+    dtype = getattr(torch, settings.resolved_dtype())
     size = {"shortest_edge": params.min_pixels, "longest_edge": params.max_pixels}
     processor = load_processor(build_tiny_model(), size=size)
     tokenizer = processor.tokenizer
-    samples = group_samples(tokenizer, args.group)
-    inputs = build_batch(processor, samples)
-    rewards = torch.tensor([float(i % 3 == 0) for i in range(args.group)])
-    batch = LearnerBatch(inputs=inputs, advantages=rewards - rewards.mean())
-    max_completion = int(inputs.completion_mask.sum(-1).max())
+    records, groups = job_samples(tokenizer, steps, group, cfg.sampling.max_tokens)
+    inputs = build_batch(processor, records, history_limit=cfg.sampling.history_limit)
+    rewards = torch.tensor([float(i % 3 == 0) for i in range(len(records))])
+    for members in groups:  # advantages within each step's group: A = r - mean(r) (Dr. GRPO)
+        rewards[members] -= rewards[members].mean().clone()
+    batch = LearnerBatch(inputs=inputs, advantages=rewards)
+    plan = plan_for(args, settings, cfg, learner_cfg, processor)
 
     t0 = time.perf_counter()
     model = random_model(params, tokenizer, dtype, args.device)
     build_s = time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters())
-    config = LearnerConfig(
-        learning_rate=1e-5,
-        lora_r=16,
-        lora_alpha=32,
-        kl_coef=0.0,
-        gradient_checkpointing=True,
-        micro_batch_size=args.micro_batch,
-        max_completion_tokens=max(256, max_completion),
-        full_weights=tuple(args.full_weights),
-        full_weights_lr=1e-7,
-    )
+    # As halo_trainer.runs builds it: log-probs at the run's temperature.
+    logprob_fn = functools.partial(completion_logprobs, temperature=cfg.temperature)
     try:
-        learner = Learner(model, config)
+        learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
     except ValueError as exc:  # a --full-weights entry the model does not have
-        parser.error(str(exc))
-    flops = forward_flops(learner, batch)
+        raise SystemExit(f"error: {exc}") from exc
+    micro = learner_cfg.micro_batch_size
+    flops = forward_flops(learner, batch, micro) * len(records) / min(micro, len(records))
 
-    if args.device.startswith("cuda"):
+    if cuda:
         torch.cuda.reset_peak_memory_stats()
     learner.update(batch)  # warm-up: kernels, allocator, optimizer state
     times = []
@@ -190,43 +309,72 @@ def main() -> None:
         times.append(time.perf_counter() - start)
         print(f"  update {i + 1}/{args.updates}: {times[-1]:.2f} s, loss {metrics['train/loss']:.4f}", flush=True)
     step_s = statistics.median(times)
-    peak_gib = torch.cuda.max_memory_allocated() / 2**30 if args.device.startswith("cuda") else None
-    rate = matmul_tflops(dtype, args.device, 8192 if args.device.startswith("cuda") else 1024, 20)
+    peak = (torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30) if cuda else None
 
+    # DPO: the first half of each group's candidates preferred to the second half, at the same prompt.
+    half = group // 2
+    chosen_rows = [g[i] for g in groups for i in range(half)]
+    rejected_rows = [g[i + half] for g in groups for i in range(half)]
+    chosen, rejected = batch.select(chosen_rows, learner._merge), batch.select(rejected_rows, learner._merge)
+    ref_w, ref_l = learner.logprobs(chosen), learner.logprobs(rejected)
+    sync(args.device)
+    start = time.perf_counter()
+    learner.dpo_update(chosen, rejected, ref_w, ref_l, beta=0.1)
+    sync(args.device)
+    dpo_s = time.perf_counter() - start
+    dpo_peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None
+
+    rate = matmul_tflops(dtype, args.device, 8192 if cuda else 1024, 20)
+    device = torch.cuda.get_device_name() if cuda else platform.processor() or "cpu"
+    datasheet = bf16_peak(device) if cuda else None
+    passes = 2 + (1 if learner_cfg.kl_coef > 0 else 0)  # forward + backward to the activations (+ reference)
+    hardware = passes + (1 if learner_cfg.gradient_checkpointing else 0)
     results = {
-        "dims": args.dims,
-        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else platform.processor() or "cpu",
-        "dtype": str(dtype).removeprefix("torch."),
+        **summary,
+        "device": device,
         "torch": torch.__version__,
         "params": n_params,
         "lora_params": sum(p.numel() for p in learner.lora_params),
         "full_weights": list(args.full_weights),
         "full_weight_params": sum(p.numel() for p in learner.full_params),
-        "group": args.group,
-        "micro_batch": args.micro_batch,
+        "rows": len(records),
         "sequence_tokens": int(inputs.input_ids.shape[1]),
         "image_tokens": int((inputs.mm_token_type_ids[0] == 1).sum()),
         "completion_tokens": int(inputs.completion_mask.sum()),
         "model_build_s": build_s,
         "update_s_median": step_s,
         "update_s_all": times,
-        "peak_memory_gib": peak_gib,
+        "dpo_pairs": len(chosen_rows),
+        "dpo_step_s": dpo_s,
+        "peak_memory_gib": peak[0] if peak else None,
+        "peak_reserved_gib": peak[1] if peak else None,
+        "dpo_peak_memory_gib": dpo_peak,
+        "plan_learner_gib": plan.peak_gib,
+        # What max_memory_allocated can see: the plan less the CUDA context and the allocator's margin.
+        "plan_allocated_gib": plan.peak_gib - memory_plan.CUDA_CONTEXT_GIB - plan.items[-1][1],
         "forward_tflop": flops / 1e12,
-        "model_tflop_per_update": 2 * flops / 1e12,
+        "model_tflop_per_update": passes * flops / 1e12,
         "matmul_tflops_measured": rate,
-        "mfu": 2 * flops / step_s / 1e12 / rate,
-        "hfu": 3 * flops / step_s / 1e12 / rate,
+        "bf16_peak_tflops_datasheet": datasheet,
+        "mfu": passes * flops / step_s / 1e12 / rate,
+        "hfu": hardware * flops / step_s / 1e12 / rate,
+        "mfu_datasheet": passes * flops / step_s / 1e12 / datasheet if datasheet else None,
     }
     suffix = "".join(f"_{name}" for name in args.full_weights)
     out = args.out or ROOT / "bench" / "results" / f"gpu_learner_{args.dims}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
-    memory = f"{peak_gib:.1f} GiB peak" if peak_gib is not None else "CPU (no GPU memory figure)"
+    memory = (
+        f"{peak[0]:.1f} GiB peak allocated ({peak[1]:.1f} reserved; plan {results['plan_allocated_gib']:.1f} "
+        f"allocated, {plan.peak_gib:.1f} with context and margin)"
+        if peak
+        else "CPU (no GPU memory figure)"
+    )
     print(
         f"Qwen3-VL {args.dims} ({n_params / 1e6:,.1f} M params, LoRA {results['lora_params'] / 1e6:.2f} M, "
-        f"full weights {results['full_weight_params'] / 1e6:.2f} M), "
-        f"group {args.group} x {results['sequence_tokens']} tokens ({results['image_tokens']} image) on "
-        f"{results['device']}: update {step_s:.2f} s, {memory}, "
+        f"full weights {results['full_weight_params'] / 1e6:.2f} M), job of {steps} steps x {group} candidates "
+        f"= {len(records)} rows x {results['sequence_tokens']} tokens ({results['image_tokens']} image) on "
+        f"{device}: update {step_s:.2f} s, DPO step ({len(chosen_rows)} pairs) {dpo_s:.2f} s, {memory}, "
         f"MFU {results['mfu']:.1%} (HFU {results['hfu']:.1%}) of a measured {rate:.3g} TFLOP/s; written to {out}"
     )
 

@@ -37,15 +37,20 @@ def load_model(
     """Qwen3-VL (optionally with a PEFT LoRA adapter) in ``dtype`` on ``device``, in eval mode.
 
     Use the dtype the server uses to compare with its log-probs: float32 on the CPU target
-    (``PolicySettings.resolved_dtype``). ``trainable=True`` leaves the adapter's LoRA weights
-    trainable. The learner passes no adapter: it adds its own.
+    (``PolicySettings.resolved_dtype``); the learner passes its own (``TrainerSettings.resolved_dtype``).
+    The weights are read straight onto ``device`` (``device_map``): an 8B model first built in host
+    memory and then moved would need its size in RAM and twice the time. ``trainable=True`` leaves the
+    adapter's LoRA weights trainable. The learner passes no adapter: it adds its own.
     """
     import torch
     from transformers import Qwen3VLForConditionalGeneration
 
-    model = Qwen3VLForConditionalGeneration.from_pretrained(str(model_path), dtype=getattr(torch, dtype)).to(device)
+    model = Qwen3VLForConditionalGeneration.from_pretrained(
+        str(model_path), dtype=getattr(torch, dtype), device_map=torch.device(device)
+    )
     if adapter_path is not None:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(adapter_path), is_trainable=trainable).to(device)
+        # PEFT puts the adapter's weights on the device of the layers they adapt.
+        model = PeftModel.from_pretrained(model, str(adapter_path), is_trainable=trainable)
     return model.eval()

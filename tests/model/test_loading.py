@@ -44,3 +44,20 @@ def test_a_random_adapter_loads_trainable_or_frozen_and_changes_the_outputs(tiny
     assert not torch.allclose(base_logits, adapted)
     again = random_adapter(tiny_model_dir, tmp_path / "b", seed=1, rank=4)
     assert (again / "adapter_model.safetensors").read_bytes() == (adapter / "adapter_model.safetensors").read_bytes()
+
+
+def test_the_model_is_read_straight_onto_the_asked_device_in_the_asked_dtype(tiny_model_dir, monkeypatch) -> None:
+    """device_map: the weights are placed as they are read, never built in host memory and moved after
+    (an 8B model would need its size in RAM first); here on the CPU, the device this machine has."""
+    from transformers import Qwen3VLForConditionalGeneration
+
+    def moved(self, *args, **kwargs):
+        raise AssertionError("load_model moved the model after loading it")
+
+    monkeypatch.setattr(Qwen3VLForConditionalGeneration, "to", moved)
+    model = load_model(tiny_model_dir, dtype="bfloat16", device="cpu")
+    assert {(p.device.type, p.dtype) for p in model.parameters()} == {("cpu", torch.bfloat16)}
+    assert not model.training
+    # The meta device shows the placement is load_model's: no parameter passes through the CPU on the way.
+    meta = load_model(tiny_model_dir, device="meta")
+    assert {p.device.type for p in meta.parameters()} == {"meta"}

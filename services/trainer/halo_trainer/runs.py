@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import json
 import logging
 import secrets
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +47,10 @@ EVENTS_KEPT = 500
 
 class ModelMismatch(RuntimeError):
     """The model the learner would load is not the one the policy server serves."""
+
+
+class MemoryPlanRefused(RuntimeError):
+    """The run's memory plan (``halo_trainer.memory_plan``) does not fit the learner's card."""
 
 
 class RunRefused(Exception):
@@ -233,13 +239,38 @@ class RunManager:
         model_path = learner_model(self.settings, build=True)
         # The image budget is the policy server's (HALO_POLICY_MAX_PIXELS), read by load_processor.
         processor = load_processor(model_path)
-        learner_cfg = cfg.learner_config(self.settings.learner)
+        learner_cfg = cfg.learner_config(self.settings.resolved_learner())
+        self.check_memory(cfg, learner_cfg, model_path, processor)
         # vLLM reports log-probs of what it sampled from, at the run's temperature: the learner (its
         # GRPO ratio, KL reference and DPO log-probs) scores at the same one, on its grouped path.
         logprob_fn = functools.partial(grouped_logprobs, temperature=cfg.temperature)
-        model = load_model(model_path, device=self.settings.resolved_device())
+        model = load_model(model_path, device=self.settings.resolved_device(), dtype=self.settings.resolved_dtype())
         learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
         return learner, processor
+
+    def check_memory(self, cfg: RunConfig, learner_cfg, model_path: str, processor) -> None:
+        """The run's memory plan, before the model is loaded: on the gpu target a plan that does not
+        fit the learner's card (beside vLLM's share unless HALO_TRAINER_POLICY_SHARES_CARD=false)
+        refuses the run with the setting to change (``MemoryPlanRefused``); on the cpu target it is
+        only logged (the host's RAM is not checked: the tiny model needs a few hundred MB)."""
+        from halo_trainer import memory_plan
+
+        work = memory_plan.workload_for(cfg, learner_cfg, self.settings.resolved_dtype(), processor)
+        dims = memory_plan.ModelDims.from_pretrained(model_path)
+        if self.settings.target != "gpu":
+            items = memory_plan.plan(dims, work, memory_plan.Card(total_gib=float("inf"), policy_shares_card=False))
+            logger.info("run %s: learner memory %.2f GiB (cpu target, not checked)", cfg.run_id, items.peak_gib)
+            return
+        policy = PolicySettings()
+        card = memory_plan.card_from_device(self.settings.resolved_device(), policy, self.settings.policy_shares_card)
+        result = memory_plan.plan(dims, work, card)
+        logger.info("run %s %s", cfg.run_id, result.table())
+        if not result.fits and self.settings.memory_check:
+            raise MemoryPlanRefused(f"{result.verdict()} (`halo memory-plan` prints the whole plan)")
+        if not result.fits:
+            logger.warning(
+                "run %s: the memory plan does not fit; HALO_TRAINER_MEMORY_CHECK=false lets it start", cfg.run_id
+            )
 
     async def check_served_model(self) -> None:
         """Refuse to train a model other than the one vLLM serves (its ``/v1/models`` ``root``).
@@ -294,6 +325,7 @@ class RunManager:
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None
         loop: RunLoop | None = None
+        learner = None
         try:
             status.state = RunState.RUNNING
             await self.registry.save(status)
@@ -325,6 +357,9 @@ class RunManager:
             await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
         except asyncio.CancelledError:
             raise  # process shutdown: the run stays `running` and resumes on restart
+        except MemoryPlanRefused as exc:  # a settings problem, told as such: no stack trace
+            logger.error("run %s refused: %s", cfg.run_id, exc)
+            status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
         except Exception as exc:
             logger.exception("run %s failed", cfg.run_id)
             status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
@@ -334,8 +369,20 @@ class RunManager:
             self.active.pop(cfg.run_id, None)
             if trackers is not None:
                 await asyncio.to_thread(trackers.close)
+            loop = learner = None
+            release_accelerator_memory()
         await self.registry.save(status)
         await self.redis.rpush(
             keys.events(cfg.run_id),
             RunEvent(run_id=cfg.run_id, kind="done", data={"state": status.state.value}).model_dump_json(),
         )
+
+
+def release_accelerator_memory() -> None:
+    """After a run, whatever its end: its learner collected and the CUDA allocator's cache handed
+    back, so the next run (or vLLM, on a shared card) finds the memory free. torch is only asked
+    when a run has imported it."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()

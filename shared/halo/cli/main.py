@@ -394,6 +394,17 @@ def view(ctx: typer.Context) -> None:
     raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.viewer", *ctx.args]).returncode)
 
 
+@app.command(
+    "memory-plan",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def memory_plan(ctx: typer.Context) -> None:
+    """Will the learner fit beside vLLM? The gpu target's memory plan for a card (`halo memory-plan --card
+    a100-40gb`, `--two-cards`, `--help`), as the trainer checks it when a run starts; exit 1 when it does not fit.
+    """
+    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.memory_plan", *ctx.args]).returncode)
+
+
 @app.command()
 def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:
     """Every service healthy, one short episode per reachable backend, the target, what is missing."""

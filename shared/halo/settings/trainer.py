@@ -75,8 +75,10 @@ class LearnerConfig(BaseModel):
     micro_batch_size: Annotated[int, Field(ge=1)] = Field(
         8, description="Sequences per forward/backward pass (gradients accumulate to one step)"
     )
-    gradient_checkpointing: bool = Field(
-        False, description="Recompute activations in the backward pass (GPU memory for time)"
+    gradient_checkpointing: bool | None = Field(
+        None,
+        description="Recompute activations in the backward pass (GPU memory for time); None = by the trainer's "
+        "target, on for gpu, off for cpu (TrainerSettings.resolved_learner; the Learner reads None as off)",
     )
 
 
@@ -144,6 +146,21 @@ class TrainerSettings(HaloSettings):
     )
     rl_config: str = Field("configs/rl_config.yaml", description="Run defaults (relative to the repository root)")
     device: str | None = Field(None, description="Torch device of the learner; None = cpu (cpu target), cuda (gpu)")
+    dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        None,
+        description="The learner's weights and activations; None = float32 on cpu (the CPU vLLM's dtype: exact "
+        "log-prob parity), bfloat16 on gpu (the 8B's weights in float32 and its activations leave no room beside vLLM)",
+    )
+    policy_shares_card: bool = Field(
+        True,
+        description="vLLM runs on the learner's card (one-card layout): the memory plan sets its "
+        "gpu_memory_utilization share aside; false = the learner has its card to itself (two cards)",
+    )
+    memory_check: bool = Field(
+        True,
+        description="On the gpu target, refuse a run whose memory plan (halo_trainer.memory_plan) does not fit "
+        "the card; false = log the plan only",
+    )
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )
@@ -161,6 +178,16 @@ class TrainerSettings(HaloSettings):
 
     def resolved_device(self) -> str:
         return self.device or ("cpu" if self.target == "cpu" else "cuda")
+
+    def resolved_dtype(self) -> str:
+        return self.dtype or ("float32" if self.target == "cpu" else "bfloat16")
+
+    def resolved_learner(self) -> LearnerConfig:
+        """``learner`` with the fields left None taken from the target: gradient checkpointing on
+        the gpu target (without it the 8B's activations do not fit beside vLLM), off on cpu."""
+        if self.learner.gradient_checkpointing is not None:
+            return self.learner
+        return self.learner.model_copy(update={"gradient_checkpointing": self.target == "gpu"})
 
     def exposure_problem(self) -> str | None:
         """Why serving on ``host`` would be unsafe, or None: an open run API must stay on loopback."""
