@@ -55,7 +55,6 @@ from bench_learner import ACTIONS  # noqa: E402
 
 from halo.actions import format_tool_call  # noqa: E402
 from halo.schemas import RunSpec  # noqa: E402
-from halo.settings.policy import PolicySettings  # noqa: E402
 from halo.settings.trainer import TrainerSettings  # noqa: E402
 from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
 from halo_trainer import memory_plan  # noqa: E402
@@ -165,9 +164,8 @@ def plan_for(args, settings, cfg, learner_cfg, processor=None) -> memory_plan.Me
 
         dims = memory_plan.ModelDims.from_pretrained(build_tiny_model())
     work = memory_plan.workload_for(cfg, learner_cfg, settings.resolved_dtype(), processor)
-    policy = PolicySettings(target="gpu")
     if args.device.startswith("cuda") and not args.dry_run:
-        card = memory_plan.card_from_device(args.device, policy, shares_card=False)  # the bench has the card alone
+        card = memory_plan.card_from_device(args.device, shares_card=False)  # the bench has the card alone
     else:
         card = memory_plan.Card(
             total_gib=args.card_gib, policy_shares_card=False, gpu_memory_utilization=0.9, policy_card_gib=None

@@ -165,6 +165,11 @@ def test_two_cards_fit_vllm_on_one_learner_on_the_other(monkeypatch, total: floa
     assert unknown.vllm_fits and unknown.fits
 
 
+def test_the_clis_policy_values_are_the_policy_settings_defaults() -> None:
+    policy = PolicySettings(_env_file=None, target="gpu")
+    assert (policy.gpu_memory_utilization, policy.max_model_len) == (mp.POLICY_UTILIZATION, mp.POLICY_MAX_MODEL_LEN)
+
+
 def test_measured_free_memory_limits_the_learner(monkeypatch) -> None:
     """vLLM took more than its setting says (another value in .env, say): the card's free memory decides."""
     card = replace(one_card(H100), free_gib=20.0)
@@ -219,35 +224,38 @@ def test_the_cli_prints_the_plan_and_exits_1_when_it_does_not_fit(capsys) -> Non
 
 
 # -- the check at a run's start ---------------------------------------------------------------------
-def start_check(monkeypatch, settings: TrainerSettings, total: float, processor=None) -> None:
+def start_check(monkeypatch, settings: TrainerSettings, total: float, utilization: float = 0.45) -> list[str]:
+    """RunManager.check_memory with vLLM holding ``utilization`` of a ``total`` GiB card."""
     queried: list[str] = []
 
-    def card(device, policy, shares):
+    def card(device, shares):
         queried.append(device)
-        return mp.Card(total_gib=total, free_gib=total * 0.55 - mp.CUDA_CONTEXT_GIB, policy_shares_card=shares)
+        free = total * (1 - utilization) - mp.CUDA_CONTEXT_GIB  # vLLM, started first, holds its share
+        return mp.Card(total_gib=total, free_gib=free, policy_shares_card=shares)
 
     monkeypatch.setattr(mp, "card_from_device", card)
     monkeypatch.setattr(mp.ModelDims, "from_pretrained", classmethod(lambda cls, path: mp.QWEN3_VL_8B))
     defaults = load_defaults(ROOT / "configs" / "rl_config.yaml")
     cfg = resolve(RunSpec(domain="omnizon"), "r", ["t"], defaults, profile_for(settings.target))
     learner = cfg.learner_config(settings.resolved_learner())
-    RunManager.check_memory(SimpleNamespace(settings=settings), cfg, learner, "any", processor)
+    RunManager.check_memory(SimpleNamespace(settings=settings), cfg, learner, "any", None)
     return queried
 
 
 def test_a_run_that_does_not_fit_is_refused_at_start_with_the_plans_message(monkeypatch) -> None:
     monkeypatch.delenv("HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE", raising=False)
     settings = TrainerSettings(_env_file=None, target="gpu")
+    # 0.53: the least share vLLM starts with on a 40 GB card (its weights, KV cache, working memory).
     with pytest.raises(MemoryPlanRefused, match="use two cards") as refused:
-        start_check(monkeypatch, settings, A100_40)
-    assert "vLLM's share" in str(refused.value) and "halo memory-plan" in str(refused.value)
+        start_check(monkeypatch, settings, A100_40, utilization=0.53)
+    assert "the learner needs 33.8 GiB" in str(refused.value) and "halo memory-plan" in str(refused.value)
     assert start_check(monkeypatch, settings, H100) == ["cuda"]  # fits: no error
 
 
 def test_the_check_can_be_turned_off_and_is_only_logged_on_the_cpu_target(monkeypatch, caplog) -> None:
     caplog.set_level(logging.INFO, logger="halo.trainer.runs")
     off = TrainerSettings(_env_file=None, target="gpu", memory_check=False)
-    start_check(monkeypatch, off, A100_40)
+    start_check(monkeypatch, off, A100_40, utilization=0.53)
     assert "HALO_TRAINER_MEMORY_CHECK=false" in caplog.text
     cpu = TrainerSettings(_env_file=None, target="cpu")
     assert start_check(monkeypatch, cpu, A100_40) == []  # no card asked for
@@ -269,7 +277,7 @@ async def test_through_the_api_a_run_that_does_not_fit_fails_at_once_with_the_me
 
     def parts(cfg):
         settings = TrainerSettings(_env_file=None, target="gpu")
-        start_check(monkeypatch, settings, A100_40)
+        start_check(monkeypatch, settings, A100_40, utilization=0.53)
         raise AssertionError("the plan should have refused the run")
 
     monkeypatch.setattr(api.manager, "_learner_parts", parts)
@@ -277,7 +285,7 @@ async def test_through_the_api_a_run_that_does_not_fit_fails_at_once_with_the_me
     assert response.status_code == 201, response.text
     run_id = response.json()["run_id"]
     failed = await wait_for_state(api.manager, run_id, {RunState.FAILED})
-    assert failed.error.startswith("MemoryPlanRefused: does not fit: vLLM's share")
+    assert failed.error.startswith("MemoryPlanRefused: does not fit: the learner needs")
     assert "use two cards" in failed.error and released == [True]
     shown = await api.client.get(f"/runs/{run_id}")
     assert shown.status_code == 200 and shown.json()["state"] == "failed"

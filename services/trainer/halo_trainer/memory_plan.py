@@ -97,6 +97,9 @@ TWO_CARDS = (
     f"-f docker-compose.two-gpu.yml: policy device_ids [0], trainer [1], {ENV_SHARES_CARD}=false; docs/compose.md)"
 )
 
+# The policy server's defaults (HALO_POLICY_GPU_MEMORY_UTILIZATION, HALO_POLICY_MAX_MODEL_LEN; a test
+# checks they are its settings' defaults): the CLI's planning values. A run's check measures instead.
+POLICY_UTILIZATION, POLICY_MAX_MODEL_LEN = 0.45, 8192
 TWO_CARD_UTILIZATION = 0.90  # vLLM's share of its own card in the two-card layout (docker-compose.two-gpu.yml)
 # Nominal cards as torch.cuda.mem_get_info reports their total (about; the driver keeps some).
 CARDS_GIB = {"h100-80gb": 79.1, "a100-80gb": 79.1, "h200": 139.8, "a100-40gb": 39.4, "l40s": 44.4}
@@ -317,7 +320,9 @@ class Card:
     """The learner's card and what runs beside it."""
 
     total_gib: float
-    free_gib: float | None = None  # measured (torch.cuda.mem_get_info); None = the whole card less vLLM's share
+    # Measured (torch.cuda.mem_get_info) at a run's start, vLLM already holding its share: what the
+    # learner gets. None = planned: the whole card, less vLLM's share when it shares the card.
+    free_gib: float | None = None
     policy_shares_card: bool = True
     gpu_memory_utilization: float = 0.45
     policy_max_model_len: int = 8192
@@ -327,6 +332,10 @@ class Card:
 
     @property
     def vllm_card_gib(self) -> float | None:
+        """vLLM's card when its share is checked here; None at a run's start (measured free memory
+        already shows what vLLM took, and vLLM refuses to start itself when its share is too small)."""
+        if self.free_gib is not None:
+            return None
         return self.total_gib if self.policy_shares_card else self.policy_card_gib
 
 
@@ -527,12 +536,12 @@ def _plan(dims: ModelDims, work: Workload, card: Card) -> MemoryPlan:
     items, reference = _breakdown(dims, work)
     vllm_share = card.gpu_memory_utilization * (card.vllm_card_gib or 0.0)
     vllm_need = vllm_minimum_gib(dims, card.policy_max_model_len)
-    if card.policy_shares_card:
+    if card.free_gib is not None:
+        available = card.free_gib + CUDA_CONTEXT_GIB  # measured after the context, which is one of the items
+    elif card.policy_shares_card:
         available = card.total_gib - vllm_share
-        if card.free_gib is not None:
-            available = min(available, card.free_gib + CUDA_CONTEXT_GIB)  # the context is one of the items
     else:
-        available = card.total_gib if card.free_gib is None else card.free_gib + CUDA_CONTEXT_GIB
+        available = card.total_gib
     return MemoryPlan(
         dims, work, card, items, reference, vllm_share_gib=vllm_share, vllm_need_gib=vllm_need, available_gib=available
     )
@@ -581,7 +590,7 @@ def _fix(dims: ModelDims, work: Workload, card: Card) -> str:
     if card.policy_shares_card:
         lowest = math.ceil(100 * base.vllm_need_gib / card.total_gib) / 100
         lowered = replace(card, gpu_memory_utilization=lowest, free_gib=None)
-        if lowest < card.gpu_memory_utilization and _plan(dims, work, lowered).fits:
+        if _plan(dims, work, lowered).fits:
             return f"set {ENV_UTILIZATION}={lowest:.2f} (the least that holds vLLM: fewer concurrent rollouts)"
     if card.policy_shares_card:
         return _two_cards(dims, work, card)
@@ -641,18 +650,13 @@ def pixel_limits(processor: Any) -> tuple[int, int]:
     return int(max_pixels), int(min_pixels)
 
 
-def card_from_device(device: str, policy: Any, shares_card: bool) -> Card:
-    """The learner's CUDA card as it is now (torch.cuda.mem_get_info) and vLLM's settings."""
+def card_from_device(device: str, shares_card: bool) -> Card:
+    """The learner's CUDA card as it is now (torch.cuda.mem_get_info): on a shared card vLLM (started
+    first, as Compose orders it) already holds its share, so the free memory is the learner's."""
     import torch
 
     free, total = torch.cuda.mem_get_info(torch.device(device))
-    return Card(
-        total_gib=total / GIB,
-        free_gib=free / GIB,
-        policy_shares_card=shares_card,
-        gpu_memory_utilization=policy.gpu_memory_utilization,
-        policy_max_model_len=policy.max_model_len,
-    )
+    return Card(total_gib=total / GIB, free_gib=free / GIB, policy_shares_card=shares_card)
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -660,14 +664,19 @@ def main(argv: list[str] | None = None) -> int:
     """Print the plan of the gpu target's defaults (the trainer's settings, configs/rl_config.yaml)
     for a card, or of the card this machine has."""
     from halo.schemas import RunSpec
-    from halo.settings.policy import PolicySettings
     from halo.settings.trainer import TrainerSettings
     from halo_trainer.config import load_defaults, profile_for, resolve
 
     parser = argparse.ArgumentParser(prog="halo memory-plan", description=main.__doc__)
     parser.add_argument("--card-gib", type=float, help=f"card total, GiB as torch reports it ({CARDS_GIB})")
     parser.add_argument("--card", choices=sorted(CARDS_GIB), help="a named card instead of --card-gib")
-    parser.add_argument("--gpu-memory-utilization", type=float, help="vLLM's share (default: the policy setting)")
+    parser.add_argument(
+        "--gpu-memory-utilization",
+        type=float,
+        help=f"vLLM's share (default: {POLICY_UTILIZATION} on a shared card, the policy's default; "
+        f"{TWO_CARD_UTILIZATION} on its own)",
+    )
+    parser.add_argument("--max-model-len", type=int, default=POLICY_MAX_MODEL_LEN, help="vLLM's context, tokens")
     parser.add_argument("--two-cards", action="store_true", help="vLLM on another card (the learner's card alone)")
     parser.add_argument("--micro-batch-size", type=int, help="override HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE")
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), help="override HALO_TRAINER_DTYPE")
@@ -679,7 +688,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     settings = TrainerSettings(target="gpu")
-    policy = PolicySettings(target="gpu")
     spec: dict[str, Any] = {"domain": "plan", "algorithm": args.algorithm}
     if args.full_weights is not None:
         spec["full_weights"] = args.full_weights
@@ -692,13 +700,13 @@ def main(argv: list[str] | None = None) -> int:
         work = replace(work, gradient_checkpointing=False)
     dims = ModelDims.from_pretrained(args.model) if args.model else QWEN3_VL_8B
     shares = settings.policy_shares_card and not args.two_cards
-    utilization = args.gpu_memory_utilization or (policy.gpu_memory_utilization if shares else TWO_CARD_UTILIZATION)
+    utilization = args.gpu_memory_utilization or (POLICY_UTILIZATION if shares else TWO_CARD_UTILIZATION)
     if args.card or args.card_gib:
         card = Card(
             total_gib=CARDS_GIB[args.card] if args.card else args.card_gib,
             policy_shares_card=shares,
             gpu_memory_utilization=utilization,
-            policy_max_model_len=policy.max_model_len,
+            policy_max_model_len=args.max_model_len,
             policy_card_gib=None if shares else (CARDS_GIB[args.card] if args.card else args.card_gib),
         )
     else:
@@ -707,7 +715,7 @@ def main(argv: list[str] | None = None) -> int:
 
             if not torch.cuda.is_available():
                 raise RuntimeError("no CUDA device here")
-            card = replace(card_from_device("cuda", policy, shares), gpu_memory_utilization=utilization)
+            card = card_from_device("cuda", shares)
         except RuntimeError as exc:
             parser.error(f"{exc}: give the card with --card-gib or --card")
     result = plan(dims, work, card)

@@ -261,8 +261,7 @@ class RunManager:
             items = memory_plan.plan(dims, work, memory_plan.Card(total_gib=float("inf"), policy_shares_card=False))
             logger.info("run %s: learner memory %.2f GiB (cpu target, not checked)", cfg.run_id, items.peak_gib)
             return
-        policy = PolicySettings()
-        card = memory_plan.card_from_device(self.settings.resolved_device(), policy, self.settings.policy_shares_card)
+        card = memory_plan.card_from_device(self.settings.resolved_device(), self.settings.policy_shares_card)
         result = memory_plan.plan(dims, work, card)
         logger.info("run %s %s", cfg.run_id, result.table())
         if not result.fits and self.settings.memory_check:
