@@ -234,6 +234,11 @@ def packed_hidden(core: Any, packed: PackedBatch) -> torch.Tensor:
     ).last_hidden_state
 
 
+def supports_packing(model: Any) -> bool:
+    """Does the model's attention implementation take the packed sequences' mask?"""
+    return base_model(model).model.language_model.config._attn_implementation in CUSTOM_MASK_ATTENTION
+
+
 def grouped_logprobs(
     model: Any,
     batch: PolicyBatch | PackedBatch,
@@ -247,7 +252,7 @@ def grouped_logprobs(
     import torch
 
     core = base_model(model)
-    if core.model.language_model.config._attn_implementation not in CUSTOM_MASK_ATTENTION:
+    if not supports_packing(core):
         if isinstance(batch, PackedBatch):
             raise ValueError("this attention implementation takes no custom mask: pass the PolicyBatch")
         return completion_logprobs(model, batch, temperature=temperature, grad=grad, allowed=allowed)

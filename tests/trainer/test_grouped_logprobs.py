@@ -301,3 +301,17 @@ def test_the_learner_moves_one_packed_micro_batch_at_a_time(base_model, batch, m
     assert [p.input_ids.shape[0] for p in seen] == [1, 2]
     patches = int(batch.image_grid_thw[0].prod())
     assert [p.pixel_values.shape[0] for p in seen] == [patches, 2 * patches]
+
+
+def test_an_attention_without_custom_masks_falls_back_to_the_per_row_path(base_model, batch, monkeypatch) -> None:
+    """Flash attention reads only a padding mask: the packed sequences' mask would be ignored."""
+    import halo_model.grouped as grouped
+
+    packed = pack(batch, spatial_merge_size=2)
+    monkeypatch.setattr(grouped, "CUSTOM_MASK_ATTENTION", ("eager",))  # as if sdpa took no custom mask
+    assert torch.equal(grouped_logprobs(base_model, batch), completion_logprobs(base_model, batch))
+    with pytest.raises(ValueError, match="custom mask"):
+        grouped_logprobs(base_model, packed)
+    learner = Learner(tiny_model(base_model), config())
+    monkeypatch.setattr(PackedBatch, "to", lambda *_: pytest.fail("packed without a custom-mask attention"))
+    assert learner.update(advantages_batch(batch))["train/grad_norm"] > 0

@@ -48,7 +48,7 @@ from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
-from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_groups
+from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_groups, supports_packing
 from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.logprobs import base_model
 from halo_model.lora import lora_config
@@ -291,7 +291,9 @@ class Learner:
     def _packed(self, *inputs: PolicyBatch) -> PolicyBatch | PackedBatch:
         """A micro-batch's inputs as the log-prob function takes them: packed by prompt (on the
         CPU, so that each prompt's pixels travel to the device once) for the grouped path."""
-        return pack(*inputs, spatial_merge_size=self._merge) if self._packs else inputs[0]
+        if self._packs and supports_packing(self.model):
+            return pack(*inputs, spatial_merge_size=self._merge)
+        return inputs[0]
 
     def _on_device(self, batch: LearnerBatch, rows: Sequence[int]) -> LearnerBatch:
         """Rows of ``batch`` selected where the batch is, then moved to the device: one micro-batch."""
@@ -394,7 +396,7 @@ class Learner:
         """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
         path one packed forward, so a state's prompt is scored once for both of its actions (and an
         action both sides share, once)."""
-        if not self._packs:
+        if not (self._packs and supports_packing(self.model)):
             return tuple(
                 self.logprob_fn(self.model, m.inputs.to(self.device), grad=True, allowed=_to(m.allowed, self.device))
                 for m in (chosen, rejected)
