@@ -13,17 +13,14 @@ from typing import Any
 def load_processor(model_path: str | Path, **processor_kwargs: Any) -> Any:
     """The model's processor (tokenizer, chat template, image processor), exactly as vLLM loads it.
 
-    It starts from ``PolicySettings.processor_kwargs()`` (``HALO_POLICY_MAX_PIXELS``), the values the
-    policy server passes as ``--mm-processor-kwargs``: one setting for both sides, because a
-    different image budget gives a different number of image tokens and every rebuilt prompt would
-    be refused. ``processor_kwargs`` override it (a caller that builds its own server command).
+    ``processor_kwargs`` must equal the server's ``--mm-processor-kwargs``
+    (``PolicySettings.processor_kwargs()``; the trainer's own ``TrainerSettings.processor_kwargs()``):
+    another image budget gives another number of image tokens, and every rebuilt prompt would be
+    refused. Each service passes its own settings' values; this function reads none.
     """
     from transformers import AutoProcessor
 
-    from halo.settings.policy import PolicySettings
-
-    kwargs = {**PolicySettings().processor_kwargs(), **processor_kwargs}
-    return AutoProcessor.from_pretrained(str(model_path), **kwargs)
+    return AutoProcessor.from_pretrained(str(model_path), **processor_kwargs)
 
 
 def load_model(

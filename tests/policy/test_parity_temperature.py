@@ -154,3 +154,27 @@ async def test_the_image_budget_reaches_vllm_and_the_learner(bf16_server, vllm_s
     assert batch.prompt_lengths == [len(small.prompt_token_ids)]
     with pytest.raises(PromptMismatch):
         build_batch(load_processor(tiny_model_dir), [record])
+
+
+async def test_a_different_image_budget_is_found_at_run_start(bf16_server, tiny_model_dir):
+    """The trainer's run-start check (``prompt_check``) against a server with another image budget:
+    the trainer's default processor is refused with both token counts, the trainer set to the
+    server's budget (``TrainerSettings.max_pixels``) passes."""
+    from halo.schemas.env import Viewport
+    from halo.schemas.rollout import SamplingParams
+    from halo.settings.trainer import TrainerSettings
+    from halo_model.loading import load_processor
+    from halo_trainer.prompt_check import served_prompt_problem
+
+    sampling = SamplingParams(
+        max_tokens=32, structured_outputs="regex", history_limit=8, viewport=Viewport(width=1280, height=720)
+    )
+    matched = TrainerSettings(_env_file=None, max_pixels=MAX_PIXELS).processor_kwargs()
+    async with PolicyClient.from_settings(bf16_server) as client:
+        problem = await served_prompt_problem(client, load_processor(tiny_model_dir), sampling, "halo-base")
+        assert problem is not None and "HALO_TRAINER_MAX_PIXELS = HALO_POLICY_MAX_PIXELS" in problem
+        assert "98 image tokens" in problem  # the tiny processor's default budget, 1280x720
+        assert (
+            await served_prompt_problem(client, load_processor(tiny_model_dir, **matched), sampling, "halo-base")
+            is None
+        )

@@ -65,13 +65,17 @@ def test_sampling_and_log_probs_are_the_requests_alone_and_the_image_budget_is_o
     assert s.processor_kwargs() == {"max_pixels": 200_000} and PolicySettings().processor_kwargs() == {}
 
 
-def test_the_learners_processor_reads_the_servers_image_budget(tiny_model_dir, monkeypatch) -> None:
+def test_one_image_budget_builds_both_sides_processors(tiny_model_dir) -> None:
+    """The server's --mm-processor-kwargs and the trainer's processor come from the same value
+    (HALO_MAX_PIXELS in Compose); load_processor itself reads no settings."""
+    from halo.settings.trainer import TrainerSettings
     from halo_model.loading import load_processor
 
     assert load_processor(tiny_model_dir).image_processor.size["longest_edge"] == 448 * 256
-    monkeypatch.setenv("HALO_POLICY_MAX_PIXELS", "64000")
-    assert load_processor(tiny_model_dir).image_processor.size["longest_edge"] == 64_000
-    assert load_processor(tiny_model_dir, max_pixels=100_000).image_processor.size["longest_edge"] == 100_000
+    server = PolicySettings(_env_file=None, max_pixels=64_000).processor_kwargs()
+    trainer = TrainerSettings(_env_file=None, max_pixels=64_000).processor_kwargs()
+    assert server == trainer == {"max_pixels": 64_000}
+    assert load_processor(tiny_model_dir, **trainer).image_processor.size["longest_edge"] == 64_000
 
 
 def test_max_loras_holds_the_default_runs_adapter_versions() -> None:

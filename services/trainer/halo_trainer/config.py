@@ -145,18 +145,6 @@ def resident_adapters(max_staleness: int) -> int:
     return max_staleness + 2
 
 
-def check_adapter_slots(cfg: RunConfig, max_loras: int) -> None:
-    """Refuse a run whose resident adapters do not fit the server's ``--max-loras``: vLLM would evict
-    and reload adapters from disk, and hold back requests for a version without a slot."""
-    needed = resident_adapters(cfg.max_staleness)
-    if max_loras < needed:
-        raise ValueError(
-            f"max_staleness={cfg.max_staleness} keeps up to {needed} adapter versions loaded in vLLM, but the "
-            f"policy server holds max_loras={max_loras}: set HALO_POLICY_MAX_LORAS >= {needed} (both services read "
-            "it) or lower max_staleness in the run defaults"
-        )
-
-
 def profile_for(target: str) -> str | None:
     """The run profile a trainer target implies: ``tiny`` for the CPU target's random-weight model."""
     return "tiny" if target == "cpu" else None

@@ -27,12 +27,11 @@ from halo.policy_client import PolicyClient
 from halo.schemas import Algorithm, RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
-from halo.settings.policy import PolicySettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
-from halo_trainer.config import RunConfig, check_adapter_slots, load_defaults, profile_for, resolve
+from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.trackers import Trackers
@@ -47,6 +46,10 @@ EVENTS_KEPT = 500
 
 class ModelMismatch(RuntimeError):
     """The model the learner would load is not the one the policy server serves."""
+
+
+class PromptCheckFailed(RuntimeError):
+    """The learner's processor rebuilds another prompt than the one vLLM tokenises."""
 
 
 class MemoryPlanRefused(RuntimeError):
@@ -157,10 +160,6 @@ class RunManager:
         run_dir = self.settings.runs_dir / run_id
         profile = profile_for(self.settings.target)
         cfg = resolve(spec, run_id, chosen.tasks, load_defaults(self.settings.rl_config), profile)
-        try:
-            check_adapter_slots(cfg, PolicySettings().max_loras)
-        except ValueError as exc:
-            raise RunRefused(422, str(exc)) from exc
         if cfg.mcts is not None:
             try:
                 check_critic(cfg.mcts)
@@ -234,11 +233,9 @@ class RunManager:
         from halo_model.loading import load_model, load_processor
         from halo_trainer.learner import Learner
 
-        # A resumed run is checked too: the server may have restarted with other settings.
-        check_adapter_slots(cfg, PolicySettings().max_loras)
         model_path = learner_model(self.settings, build=True)
-        # The image budget is the policy server's (HALO_POLICY_MAX_PIXELS), read by load_processor.
-        processor = load_processor(model_path)
+        # The image budget must be the policy server's: check_served_prompt compares the two.
+        processor = load_processor(model_path, **self.settings.processor_kwargs())
         learner_cfg = cfg.learner_config(self.settings.resolved_learner())
         self.check_memory(cfg, learner_cfg, model_path, processor)
         # vLLM reports log-probs of what it sampled from, at the run's temperature: the learner (its
@@ -297,6 +294,19 @@ class RunManager:
                 "(and HALO_TRAINER_TARGET) to the policy server's model"
             )
 
+    async def check_served_prompt(self, cfg: RunConfig, processor) -> None:
+        """Before any job: the learner's processor must rebuild the prompt vLLM tokenises
+        (``prompt_check``); an unreachable server is not an error here (the run loop waits for it)."""
+        from halo_trainer.prompt_check import served_prompt_problem
+
+        try:
+            problem = await served_prompt_problem(self.policy, processor, cfg.sampling, self.settings.policy_model_name)
+        except CallError as exc:
+            logger.warning("cannot check the served prompt yet (%s); the run loop will wait for vLLM", exc)
+            return
+        if problem is not None:
+            raise PromptCheckFailed(problem)
+
     @staticmethod
     async def _release_weights(loop: RunLoop) -> None:
         """Give vLLM its base weights back after a full-weights run (``RunLoop.release_weights``);
@@ -330,6 +340,7 @@ class RunManager:
             await self.registry.save(status)
             await self.check_served_model()
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
+            await self.check_served_prompt(cfg, processor)
             config = cfg.model_dump(mode="json")
             trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
             # Each algorithm's loop is its own file; they share the run loop's streams and durability.
@@ -356,7 +367,7 @@ class RunManager:
             await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
         except asyncio.CancelledError:
             raise  # process shutdown: the run stays `running` and resumes on restart
-        except MemoryPlanRefused as exc:  # a settings problem, told as such: no stack trace
+        except (MemoryPlanRefused, PromptCheckFailed) as exc:  # a settings problem, told as such: no stack trace
             logger.error("run %s refused: %s", cfg.run_id, exc)
             status.state, status.error = RunState.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
         except Exception as exc:

@@ -104,7 +104,12 @@ RUN_OWNED_LEARNER_FIELDS = frozenset(
 
 class TrainerSettings(HaloSettings):
     model_config = SettingsConfigDict(
-        env_prefix="HALO_TRAINER_", env_file=".env", extra="ignore", frozen=True, env_nested_delimiter="__"
+        env_prefix="HALO_TRAINER_",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+        env_nested_delimiter="__",
+        env_ignore_empty=True,  # Compose passes an unset `${HALO_MAX_PIXELS:-}` through as ""
     )
 
     host: str = Field("127.0.0.1", description="Bind address")
@@ -151,6 +156,13 @@ class TrainerSettings(HaloSettings):
         description="The learner's weights and activations; None = float32 on cpu (the CPU vLLM's dtype: exact "
         "log-prob parity), bfloat16 on gpu (the 8B's weights in float32 and its activations leave no room beside vLLM)",
     )
+    max_pixels: int | None = Field(
+        None,
+        ge=1024,
+        description="Image-token budget of the learner's processor: must equal the policy server's "
+        "HALO_POLICY_MAX_PIXELS (Compose sets both from HALO_MAX_PIXELS); checked at run start against one "
+        "prompt vLLM tokenises. None = the model's own processor default",
+    )
     policy_shares_card: bool = Field(
         True,
         description="vLLM runs on the learner's card (one-card layout): the memory plan sets its "
@@ -181,6 +193,10 @@ class TrainerSettings(HaloSettings):
 
     def resolved_dtype(self) -> str:
         return self.dtype or ("float32" if self.target == "cpu" else "bfloat16")
+
+    def processor_kwargs(self) -> dict[str, int]:
+        """What the learner's processor is built with (``load_processor``): the image budget."""
+        return {} if self.max_pixels is None else {"max_pixels": self.max_pixels}
 
     def resolved_learner(self) -> LearnerConfig:
         """``learner`` with the fields left None taken from the target: gradient checkpointing on
