@@ -140,49 +140,60 @@ def pack(*batches: PolicyBatch, spatial_merge_size: int) -> PackedBatch:
     rows = [row for batch in batches for row in _rows(batch, spatial_merge_size)]
     groups = _groups(rows)
     width = max(b.completion_ids.shape[1] for b in batches)  # the per-row path's [B, C]
-    sequences, types, segments, positions = [], [], [], []
-    row_group = [0] * len(rows)
-    sources = [[0] * width for _ in rows]
-    for g, members in enumerate(groups):
-        prompt = rows[members[0]]
-        p = len(prompt.prompt)
-        seq, seg, pos = list(prompt.prompt), [0] * p, list(range(p))
-        starts: dict[tuple[int, ...], int] = {}
+    sequences = [_sequence(rows, members, width) for members in groups]
+    row_group, sources = [0] * len(rows), [[0] * width for _ in rows]
+    for g, (members, sequence) in enumerate(zip(groups, sequences, strict=True)):
         for r in members:
-            completion = rows[r].completion
-            if tuple(completion) not in starts:
-                starts[tuple(completion)] = len(seq)
-                seg += [len(starts)] * len(completion)
-                pos += range(p, p + len(completion))
-                seq += completion
-            start = starts[tuple(completion)]
-            row_group[r] = g
-            # Completion token j is predicted by token j - 1's hidden state: the prompt's last for j = 0.
-            sources[r] = [p - 1] + [start + j for j in range(len(completion) - 1)] + [p - 1] * (width - len(completion))
-        sequences.append(seq)
-        types.append(prompt.types + [0] * (len(seq) - p))
-        segments.append(seg)
-        positions.append(pos)
-
-    length = max(len(s) for s in sequences)
+            row_group[r], sources[r] = g, sequence.sources[r]
+    length = max(len(s.ids) for s in sequences)
     completion_ids = torch.zeros((len(rows), width), dtype=torch.long)
     completion_mask = torch.zeros((len(rows), width), dtype=torch.bool)
     for r, row in enumerate(rows):
         completion_ids[r, : len(row.completion)] = torch.tensor(row.completion, dtype=torch.long)
         completion_mask[r, : len(row.completion)] = True
     return PackedBatch(
-        input_ids=_padded(sequences, length, 0, torch.long),  # padding: never attended to, never read
-        attention_mask=_padded([[1] * len(s) for s in sequences], length, 0, torch.long),
-        mm_token_type_ids=_padded(types, length, 0, torch.int),
+        input_ids=_padded([s.ids for s in sequences], length, 0, torch.long),  # padding: never attended to
+        attention_mask=_padded([[1] * len(s.ids) for s in sequences], length, 0, torch.long),
+        mm_token_type_ids=_padded([s.types for s in sequences], length, 0, torch.int),
         pixel_values=torch.cat([rows[m[0]].pixels for m in groups]),
         image_grid_thw=torch.cat([rows[m[0]].grids for m in groups]),
-        segments=_padded(segments, length, -1, torch.long),
-        row_positions=_padded(positions, length, 0, torch.long),
+        segments=_padded([s.segments for s in sequences], length, -1, torch.long),
+        row_positions=_padded([s.positions for s in sequences], length, 0, torch.long),
         row_group=torch.tensor(row_group, dtype=torch.long),
         sources=torch.tensor(sources, dtype=torch.long),
         completion_ids=completion_ids,
         completion_mask=completion_mask,
     )
+
+
+@dataclass
+class _Sequence:
+    ids: list[int]
+    types: list[int]
+    segments: list[int]
+    positions: list[int]
+    sources: dict[int, list[int]]  # row -> the index of the hidden state that predicts each token
+
+
+def _sequence(rows: Sequence[_Row], members: Sequence[int], width: int) -> _Sequence:
+    """One packed sequence: the prompt of ``members``, then each distinct completion of theirs."""
+    prompt = rows[members[0]]
+    p = len(prompt.prompt)
+    out = _Sequence(list(prompt.prompt), list(prompt.types), [0] * p, list(range(p)), {})
+    starts: dict[tuple[int, ...], int] = {}
+    for r in members:
+        completion = rows[r].completion
+        if tuple(completion) not in starts:
+            starts[tuple(completion)] = len(out.ids)
+            out.ids += completion
+            out.types += [0] * len(completion)
+            out.segments += [len(starts)] * len(completion)
+            out.positions += range(p, p + len(completion))
+        start = starts[tuple(completion)]
+        # Completion token j is predicted by token j - 1's hidden state: the prompt's last for j = 0.
+        predicted_by = [p - 1] + [start + j for j in range(len(completion) - 1)]
+        out.sources[r] = (predicted_by + [p - 1] * width)[:width]
+    return out
 
 
 def _padded(values: list[list[int]], length: int, fill: int, dtype: torch.dtype) -> torch.Tensor:

@@ -5,6 +5,7 @@ same learner steps; and the comparison is shown to catch a wrong position or a l
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import pytest
 import torch
@@ -246,7 +247,19 @@ def test_an_update_gives_the_same_weights_as_the_per_row_path(base_model, batch)
     assert torch.allclose(grouped.logprobs(batch), per_row.logprobs(batch), atol=1e-5, rtol=0)
 
 
-@pytest.mark.slow
+def test_a_temperature_bound_learner_gives_the_same_weights_as_the_per_row_path(base_model, batch) -> None:
+    """The run manager binds the sampling temperature: ``partial(grouped_logprobs, temperature=T)``."""
+    overrides = config(adam_eps=1e-3)
+    grouped = Learner(tiny_model(base_model), overrides, logprob_fn=partial(grouped_logprobs, temperature=0.7))
+    per_row = Learner(tiny_model(base_model), overrides, logprob_fn=partial(completion_logprobs, temperature=0.7))
+    plain = Learner(tiny_model(base_model), overrides, logprob_fn=completion_logprobs)
+    learning = advantages_batch(batch)
+    m_grouped, m_per_row, m_plain = grouped.update(learning), per_row.update(learning), plain.update(learning)
+    assert m_grouped["train/grad_norm"] == pytest.approx(m_per_row["train/grad_norm"], rel=1e-5)
+    assert m_grouped["train/grad_norm"] != pytest.approx(m_plain["train/grad_norm"], rel=1e-3)  # T counts
+    assert_same_state(grouped, per_row)
+
+
 @pytest.mark.parametrize(
     "overrides",
     [{"kl_coef": 0.1}, {"full_weights": ("vision",), "full_weights_lr": 1e-3}, {"gradient_checkpointing": True}],
@@ -286,7 +299,10 @@ def test_a_dpo_update_gives_the_same_weights_as_the_per_row_path(base_model, pro
 
 
 def test_the_learner_moves_one_packed_micro_batch_at_a_time(base_model, batch, monkeypatch) -> None:
-    learner = Learner(tiny_model(base_model), config(micro_batch_size=4))
+    # as the run manager builds it: bound to the sampling temperature
+    learner = Learner(
+        tiny_model(base_model), config(micro_batch_size=4), logprob_fn=partial(grouped_logprobs, temperature=0.7)
+    )
     seen: list[PackedBatch] = []
     original = PackedBatch.to
 

@@ -173,12 +173,14 @@ class Learner:
 
     def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = grouped_logprobs):
         """``logprob_fn`` takes a ``PolicyBatch`` (``logprobs.completion_logprobs``: the per-row path);
-        the default, ``grouped_logprobs``, is given its micro-batches packed by prompt."""
+        ``grouped_logprobs``, the default (or a ``functools.partial`` of it), is given its
+        micro-batches packed by prompt."""
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
         self.config = config
         self.logprob_fn = logprob_fn
-        self._packs = logprob_fn is grouped_logprobs
+        # The run manager passes it bound to the sampling temperature (functools.partial).
+        self._packs = getattr(logprob_fn, "func", logprob_fn) is grouped_logprobs
         model.requires_grad_(False)
         lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules)
         self.model: PeftModel = get_peft_model(model, lora)
