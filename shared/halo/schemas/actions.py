@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from halo.schemas.base import WireFloat, WireInt, WireText
+
 COORD_MAX = 1000
 MAX_TEXT_CHARS = 2000  # longer `type`/`answer` text is a parse error, not 100 KB typed into a page
 
@@ -65,12 +67,13 @@ class Action(BaseModel):
     coordinate: tuple[Coord, Coord] | None = None
     start_coordinate: tuple[Coord, Coord] | None = None
     element_id: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-.:]+$")] | None = None
-    text: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None = None
+    text: Annotated[WireText, Field(max_length=MAX_TEXT_CHARS)] | None = None
     keys: (
-        Annotated[list[Annotated[str, Field(min_length=1, max_length=32)]], Field(min_length=1, max_length=6)] | None
+        Annotated[list[Annotated[WireText, Field(min_length=1, max_length=32)]], Field(min_length=1, max_length=6)]
+        | None
     ) = None
-    pixels: Annotated[int, Field(ge=-10_000, le=10_000)] | None = None
-    time: Annotated[float, Field(ge=0, le=30)] | None = None
+    pixels: Annotated[WireInt, Field(ge=-10_000, le=10_000)] | None = None
+    time: Annotated[WireFloat, Field(ge=0, le=30)] | None = None
     status: Literal["success", "failure"] | None = None
 
     @model_validator(mode="after")

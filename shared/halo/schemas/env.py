@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from halo.schemas.actions import Action
-from halo.schemas.base import Message
+from halo.schemas.base import Message, WireInt, WireJson, WireText
 
 SessionId = Annotated[str, Field(min_length=8, max_length=80, pattern=r"^[A-Za-z0-9_\-]+$")]
 TaskId = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_\-.]+$")]
@@ -66,8 +66,8 @@ class Observation(BaseModel):
 
 class CreateSessionRequest(Message):
     task_id: TaskId
-    seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
-    max_steps: Annotated[int, Field(ge=1, le=500)] = 30
+    seed: Annotated[WireInt, Field(ge=0, le=2**31 - 1)] = 0
+    max_steps: Annotated[WireInt, Field(ge=1, le=500)] = 30
     run_id: Annotated[str, Field(max_length=80, pattern=r"^[A-Za-z0-9_\-.]*$")] = ""
     # The owner's lease (``POST /leases``): the session, and every fork of it, is closed when the
     # lease's heartbeat stops. None: the session lives until closed or idle for the env's TTL.
@@ -108,7 +108,7 @@ class ForkMethod(StrEnum):
 
 
 class ForkRequest(Message):
-    n: Annotated[int, Field(ge=1, le=32)]
+    n: Annotated[WireInt, Field(ge=1, le=32)]
     # None: the fastest the backend allows (rewind where a warm page waits, else snapshot; replay
     # for replay backends). "snapshot" refuses the rewind path; "rewind" is the default's preference.
     method: ForkMethod | None = None
@@ -155,12 +155,12 @@ class Snapshot(Message):
     """Everything needed to recreate a session's browser state in a fresh context."""
 
     task_id: TaskId
-    url: str
-    step: int
-    storage_state: dict[str, Any]  # Playwright storage_state: cookies + localStorage per origin
+    url: WireText  # the restored page loads it
+    step: Annotated[WireInt, Field(ge=0)]
+    storage_state: WireJson  # Playwright storage_state: cookies + localStorage per origin
     session_storage: dict[str, dict[str, str]] = Field(default_factory=dict)  # origin -> items
     actions: list[Action] = Field(default_factory=list)  # prefix, for replay forks
-    answer: str | None = None
+    answer: WireText | None = None
 
 
 class ValidationResult(Message):

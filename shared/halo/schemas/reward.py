@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
 from halo.schemas.actions import Action, ActionParseError
-from halo.schemas.base import Message
+from halo.schemas.base import Message, WireBool, WireInt, WireJson, WireText
 from halo.schemas.env import TaskId
 
 Id = Annotated[str, Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_\-.:]+$")]
@@ -20,7 +20,7 @@ class StateSummary(Message):
     axtree: Annotated[str, Field(max_length=400_000)] = ""
     # The site's state as /finish renders it (`initialfinaldiff`, `differences`, and for our
     # clones `state` with `progress` milestones). None for sites that expose nothing.
-    site_state: dict[str, Any] | None = None
+    site_state: WireJson | None = None
     screenshot_sha256: str | None = None
 
 
@@ -30,16 +30,16 @@ class RewardRequest(Message):
     episode_id: Id
     task_id: TaskId
     domain: Annotated[str, Field(min_length=1, max_length=40)]
-    goal: Annotated[str, Field(max_length=4000)] = ""
-    step: Annotated[int, Field(ge=0, le=10_000)]
+    goal: Annotated[WireText, Field(max_length=4000)] = ""
+    step: Annotated[WireInt, Field(ge=0, le=10_000)]
     prev: StateSummary
     next: StateSummary
     action: Action | None = None
     parse_error: ActionParseError | None = None
-    terminated: bool = False
-    truncated: bool = False
-    task_success: bool | None = None  # the environment's validated verdict when the episode ended
-    infra_error: bool = False  # browser crash / timeout: no reward, flagged for the trainer
+    terminated: WireBool = False
+    truncated: WireBool = False
+    task_success: WireBool | None = None  # the environment's validated verdict when the episode ended
+    infra_error: WireBool = False  # browser crash / timeout: no reward, flagged for the trainer
     # The environment's `last_action_error` when the page could not take a well-formed action
     # (agent's fault, e.g. unknown element id): scored like an invalid action.
     action_error: Annotated[str, Field(max_length=2000)] | None = None

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from halo.schemas.base import Message
+from halo.schemas.base import Message, WireFloat, WireInt
 from halo.schemas.rollout import BranchPolicy, GroupMode
 from halo.schemas.tasks import TaskReachability
 
@@ -65,39 +65,39 @@ class RunSpec(Message):
     domain: Annotated[str, Field(min_length=1, max_length=40, pattern=r"^[a-z0-9_\-]+$")]
     tasks: list[Annotated[str, Field(max_length=120)]] | None = None  # default: the domain's train tasks
     algorithm: Algorithm = Algorithm.GRPO
-    episodes: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    num_generations: Annotated[int, Field(ge=2, le=32)] | None = None
-    learning_rate: Annotated[float, Field(gt=0, le=1.0)] | None = None
+    episodes: Annotated[WireInt, Field(ge=1, le=1_000_000)] = 100
+    num_generations: Annotated[WireInt, Field(ge=2, le=32)] | None = None
+    learning_rate: Annotated[WireFloat, Field(gt=0, le=1.0)] | None = None
     loss_type: LossType | None = None
     group_mode: GroupMode | None = None
     branch: BranchPolicy | None = None
     # Sampling temperature of training rollouts, also the temperature the learner scores at; > 0
     # (vLLM samples greedily below 1e-5, and a greedy sample's log-probs are not the tempered ones).
-    temperature: Annotated[float, Field(ge=0.01, le=2.0)] | None = None
+    temperature: Annotated[WireFloat, Field(ge=0.01, le=2.0)] | None = None
     # Truncated importance sampling: the cap on each token's weight pi_learner / pi_vLLM (docs/trainer.md)
-    tis_cap: Annotated[float, Field(ge=1.0, le=100.0)] | None = None
+    tis_cap: Annotated[WireFloat, Field(ge=1.0, le=100.0)] | None = None
     # Warn (and count) when train/behaviour_logprob_gap, nats per token, passes this
-    behaviour_gap_alarm: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
-    max_steps: Annotated[int, Field(ge=1, le=200)] | None = None
-    eval_every: Annotated[int, Field(ge=0)] | None = None  # updates between evaluations; 0 = never
-    eval_episodes: Annotated[int, Field(ge=0, le=10_000)] | None = None
-    seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
+    behaviour_gap_alarm: Annotated[WireFloat, Field(gt=0.0, le=10.0)] | None = None
+    max_steps: Annotated[WireInt, Field(ge=1, le=200)] | None = None
+    eval_every: Annotated[WireInt, Field(ge=0)] | None = None  # updates between evaluations; 0 = never
+    eval_episodes: Annotated[WireInt, Field(ge=0, le=10_000)] | None = None
+    seed: Annotated[WireInt, Field(ge=0, le=2**31 - 1)] = 0
     report_to: Annotated[list[TrackerName], Field(max_length=5)] | None = None
     # Base-model modules trained in full beside the LoRA adapter (presets or HF module names; [] = LoRA only)
     full_weights: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=64)] | None = None
-    full_weights_lr: Annotated[float, Field(gt=0, le=1.0)] | None = None  # AdamW rate of those parameters
+    full_weights_lr: Annotated[WireFloat, Field(gt=0, le=1.0)] | None = None  # AdamW rate of those parameters
     # algorithm "mcts" only (unset: configs/rl_config.yaml's mcts section; docs/mcts.md has each one)
-    searches_per_iteration: Annotated[int, Field(ge=1, le=1024)] | None = None  # searches per DPO iteration
-    simulations: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    ucb_c: Annotated[float, Field(ge=0.0, le=100.0)] | None = None
-    max_children: Annotated[int, Field(ge=2, le=32)] | None = None
-    max_depth: Annotated[int, Field(ge=1, le=200)] | None = None
-    alpha: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    theta: Annotated[float, Field(ge=0.0)] | None = None
-    beta: Annotated[float, Field(gt=0.0, le=10.0)] | None = None
+    searches_per_iteration: Annotated[WireInt, Field(ge=1, le=1024)] | None = None  # searches per DPO iteration
+    simulations: Annotated[WireInt, Field(ge=1, le=10_000)] | None = None
+    ucb_c: Annotated[WireFloat, Field(ge=0.0, le=100.0)] | None = None
+    max_children: Annotated[WireInt, Field(ge=2, le=32)] | None = None
+    max_depth: Annotated[WireInt, Field(ge=1, le=200)] | None = None
+    alpha: Annotated[WireFloat, Field(ge=0.0, le=1.0)] | None = None
+    theta: Annotated[WireFloat, Field(ge=0.0)] | None = None
+    beta: Annotated[WireFloat, Field(gt=0.0, le=10.0)] | None = None
     critic: Literal["self", "openai", "progress"] | None = None
     reference: Literal["base", "iteration"] | None = None
-    rpo_alpha: Annotated[float, Field(ge=0.0)] | None = None
+    rpo_alpha: Annotated[WireFloat, Field(ge=0.0)] | None = None
     name: Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9_\-]*$")] = ""
 
     @field_validator("report_to")
