@@ -51,6 +51,32 @@ async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episod
     return {"success": success, "episodes": episodes, "env_steps": used}
 
 
+async def measure(svc: Services, job: RolloutJob, cfg: MCTSConfig, run_dir: Path, max_episodes: int) -> dict:
+    """One (task, seed): a search, then sampled episodes within the env steps it used."""
+    started = time.perf_counter()
+    found = await search(svc, job, cfg, run_dir)
+    searched_s = time.perf_counter() - started
+    budget = found.tree.record.env_steps
+    sampled_job = job.model_copy(update={"job_id": f"{job.job_id}-sampled"})
+    started = time.perf_counter()
+    sampled = await sampled_within(svc, sampled_job, budget, max_episodes)
+    return {
+        "task": job.task_id,
+        "seed": job.seed,
+        "env_steps": budget,
+        # The tree's own verdict: a rollout that succeeded counts though its steps are not nodes.
+        "mcts_success": found.tree.success_found(),
+        "mcts_nodes": len(found.tree.record.nodes),
+        "mcts_s": round(searched_s, 1),
+        "reentry_mismatches": found.reentry_mismatches,
+        "sampled_success": sampled["success"],
+        "sampled_episodes": sampled["episodes"],
+        "sampled_env_steps": sampled["env_steps"],
+        "sampled_s": round(time.perf_counter() - started, 1),
+        "tree": str(found.path),
+    }
+
+
 def share(outcomes: list[bool]) -> dict:
     low, high = wilson_interval(sum(outcomes), len(outcomes))
     return {"successes": sum(outcomes), "n": len(outcomes), "ci_low": low, "ci_high": high}
@@ -95,27 +121,7 @@ async def compare(args: argparse.Namespace) -> dict:
                         max_steps=args.max_depth,
                         sampling=sampling,
                     )
-                    started = time.perf_counter()
-                    found = await search(svc, job, cfg, run_dir)
-                    searched_s = time.perf_counter() - started
-                    budget = found.tree.record.env_steps
-                    sampled_job = job.model_copy(update={"job_id": f"{job.job_id}-sampled"})
-                    started = time.perf_counter()
-                    sampled = await sampled_within(svc, sampled_job, budget, args.max_episodes)
-                    row = {
-                        "task": task,
-                        "seed": seed,
-                        "env_steps": budget,
-                        "mcts_success": bool(found.tree.summary()["success_found"]),
-                        "mcts_nodes": len(found.tree.record.nodes),
-                        "mcts_s": round(searched_s, 1),
-                        "reentry_mismatches": found.reentry_mismatches,
-                        "sampled_success": sampled["success"],
-                        "sampled_episodes": sampled["episodes"],
-                        "sampled_env_steps": sampled["env_steps"],
-                        "sampled_s": round(time.perf_counter() - started, 1),
-                        "tree": str(found.path),
-                    }
+                    row = await measure(svc, job, cfg, run_dir, args.max_episodes)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
         await env.aclose()

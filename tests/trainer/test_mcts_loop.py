@@ -142,7 +142,8 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     first, second = lines
     # Two searches an iteration, one pair each; each iteration's DPO step made a new version.
     assert first["dpo/pairs"] == second["dpo/pairs"] == 2.0
-    assert first["mcts/searches"] == 2.0 and first["mcts/nodes"] == 3.0 and first["mcts/success_found"] == 0.0
+    # The first action's value 1 was backed up: a success found, though no node is a terminal success.
+    assert first["mcts/searches"] == 2.0 and first["mcts/nodes"] == 3.0 and first["mcts/success_found"] == 1.0
     assert math.isfinite(first["dpo/loss"]) and first["dpo/grad_norm"] > 0
     # Against the base reference: the untouched adapter scores both actions as the base does (margin 0,
     # loss log 2); after one step the chosen action's implicit reward is above the rejected one's.

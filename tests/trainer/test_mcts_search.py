@@ -89,6 +89,31 @@ async def test_search_builds_a_tree_reenters_states_exactly_and_closes_every_ses
             assert (tmp_path / "snapshots" / f"{node.state_ref}.json").is_file()
 
 
+def rollout_succeeds(n: int, i: int) -> list[Action | None]:
+    """Expansions click (no child ends the episode at once); every rollout's first action succeeds."""
+    return [click(100 * (k + 1)) for k in range(n)] if n > 1 else [SUCCESS]
+
+
+async def test_a_success_reached_in_a_rollout_is_found(tmp_path):
+    env = SnapshotEnv()
+    result = await search(services(env=env, policy=PolicyStandIn(rollout_succeeds)), job_for(), cfg(), tmp_path)
+    tree = result.tree
+    assert not any(n.success for n in tree.record.nodes), "the success is a rollout's step, not a node"
+    assert tree.root.q_mcts > 0  # rollouts cut off at the depth limit were asked the task: 0
+    assert tree.summary()["success_found"] == 1.0 and result.metrics()["success_found"] == 1.0
+
+
+async def test_the_script_counts_a_search_whose_rollout_succeeded(tmp_path):
+    # The steps of the rollout count against the sampling budget, so its success must count too.
+    measure = _script().measure
+    row = await measure(
+        services(env=SnapshotEnv(), policy=PolicyStandIn(rollout_succeeds)), job_for(), cfg(), tmp_path, 50
+    )
+    assert row["mcts_success"] is True and row["env_steps"] > 0
+    assert row["sampled_success"] is True  # the sampled episode's first action is the success, too
+    assert (row["task"], row["seed"]) == ("local.playground-1", 7)
+
+
 async def test_rollouts_run_to_the_depth_limit_and_ask_the_task(tmp_path):
     env = SnapshotEnv()
     policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])

@@ -105,6 +105,18 @@ def test_selection_ties_go_to_the_first_child_and_critic_breaks_fresh_nodes() ->
     assert tree.select_child(0) == third
 
 
+def test_selection_follows_the_search_value_not_the_critic_alone() -> None:
+    # The critic prefers a (0.9) to b (0.1); a's two rollouts fail, b's two succeed. Equal visits give
+    # equal exploration bonuses, so UCB1 ranks by q: a 0.45, b 0.55. The critic alone would pick a.
+    tree = new_tree(alpha=0.5, c=1.0)
+    a, b = child(tree, 0, 1, 0.9), child(tree, 0, 2, 0.1)
+    for _ in range(2):
+        tree.backup(a, 0.0)
+        tree.backup(b, 1.0)
+    assert tree.select_child(0) == b
+    assert tree.select_leaf() == b
+
+
 def test_select_leaf_descends_to_an_unexpanded_or_terminal_node() -> None:
     tree = new_tree(c=0.0)
     a, b = child(tree, 0, 1, 0.2), child(tree, 0, 2, 0.7)
@@ -207,12 +219,16 @@ def test_dense_return_adds_the_rewards_of_the_edges_below() -> None:
 
 
 def test_pairs_at_explored_nodes_with_theta() -> None:
-    tree = new_tree()
+    # alpha 0: q is the critic's score whatever the rollouts gave, so the gaps are set by hand.
+    tree = new_tree(alpha=0.0)
     hi, mid, low = child(tree, 0, 1, 0.9), child(tree, 0, 2, 0.5), child(tree, 0, 3, 0.45)
     tie = child(tree, 0, 4, 0.45)
     # A node nobody visited is not explored: no pairs from the root yet, nor below it.
     assert tree.preference_pairs(0.1) == []
-    tree.backup(0, 0.0)
+    untried = child(tree, 0, 5, 0.0)  # never visited: in no pair, though 0.9 - 0.0 passes any theta
+    for i in (hi, mid, low, tie):
+        tree.backup(i, 0.0)
+    assert all(untried not in (p.chosen, p.rejected) for p in tree.preference_pairs(0.0))
     pairs = tree.preference_pairs(0.1)
     assert [(p.chosen, p.rejected) for p in pairs] == [(hi, mid), (hi, low), (hi, tie)]
     assert pairs[0] == Preference(node=0, chosen=hi, rejected=mid, chosen_q=0.9, rejected_q=0.5)
@@ -225,6 +241,20 @@ def test_pairs_at_explored_nodes_with_theta() -> None:
     assert tree.preference_pairs(1.0) == []
     with pytest.raises(ValueError):
         tree.preference_pairs(-0.1)
+
+
+@pytest.mark.parametrize("untried_critic", [0.5, 0.6])
+def test_pairs_only_between_explored_children(untried_critic: float) -> None:
+    # The critic's favourite v (0.6) is visited first and its rollout fails: q 0.3. Its sibling u was
+    # never tried, so its q is its critic score alone (0.5, or 0.6 when the critic scores both
+    # equally): comparing them would prefer u for being untried, which is no evidence.
+    tree = new_tree(alpha=0.5)
+    v, u = child(tree, 0, 1, 0.6), child(tree, 0, 2, untried_critic)
+    tree.backup(v, 0.0)
+    assert tree.node(v).q == pytest.approx(0.3) and tree.node(u).q == pytest.approx(untried_critic)
+    assert tree.preference_pairs(0.1) == []
+    tree.backup(u, 1.0)  # once tried, u's success is evidence: u over v
+    assert [(p.chosen, p.rejected) for p in tree.preference_pairs(0.1)] == [(u, v)]
 
 
 def test_pairs_use_the_composite_q_after_search() -> None:
@@ -272,6 +302,29 @@ def test_best_path_follows_visits_then_composite_q() -> None:
     tree.backup(b2, 1.0)
     tree.backup(b2, 1.0)
     assert tree.best_path() == [0, b, b2]
+
+
+def test_a_rollout_success_is_a_success_found() -> None:
+    # The rollout from a reached the task's success; its steps are not nodes, no node has success.
+    tree = new_tree()
+    a, b = child(tree, 0, 1, 0.5), child(tree, 0, 2, 0.5)
+    tree.backup(b, 0.0)
+    assert not tree.success_found() and tree.summary()["success_found"] == 0.0
+    tree.backup(a, 1.0)
+    assert not any(n.success for n in tree.record.nodes) and tree.node(a).q_mcts == 1.0
+    assert tree.success_found() and tree.summary()["success_found"] == 1.0
+    # Dense rewards are no success: only the sparse value counts.
+    dense = new_tree()
+    d = child(dense, 0, 1, 0.5, reward=0.3)
+    dense.backup(d, 0.0, dense_return=True, rollout_return=0.6)
+    assert dense.node(d).q_mcts == pytest.approx(0.9) and not dense.success_found()
+    dense.backup(d, 1.0, dense_return=True, rollout_return=0.6)
+    assert dense.node(d).q_mcts == pytest.approx(1.4) and dense.success_found()
+    # Without dense_return the rollout's rewards are left out.
+    sparse = new_tree()
+    e = child(sparse, 0, 1, 0.5, reward=0.3)
+    sparse.backup(e, 0.0, rollout_return=0.6)
+    assert sparse.node(e).q_mcts == 0.0
 
 
 def test_critic_agreement_and_summary() -> None:

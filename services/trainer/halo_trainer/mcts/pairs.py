@@ -6,6 +6,11 @@ learner's (``halo_model.inputs.build_batch``: the prompt is rebuilt and refused 
 differ from vLLM's), and under a regex grammar the structured-output masks are replayed
 (``halo_model.grammar.grammar_masks``), so the DPO log-probs are over the distribution vLLM
 sampled the candidates from, exactly as GRPO's are.
+
+Pairs are only between explored children (Agent Q's rule, ``Tree.preference_pairs``): visited, or
+terminal with their outcome known. An untried child's composite Q is its critic score alone, on
+another scale than a visited sibling's mix of rollouts and critic, so such a pair would say which
+action the search happened to try first, not which one is better.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ mismatch when it does not). The search::
         s0 + forks of s0: execute each distinct action in its own session; reward each
         each child: snapshot (its state_ref), reward, q_critic = the critic's score; tree.add_child
         child = tree.select_child(leaf)                # the critic's favourite: all are unvisited
-        value = rollout from child with the current policy to a terminal state or max_depth
-              = the task's validated success (+ the rollout's rewards with dense_return)
-        tree.backup(child, value)
+        success, rewards = rollout from child with the current policy to a terminal state or max_depth
+                         (the task's validated success, 1/0, and the rollout's rewards)
+        tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
     tree.save(<run>/trees)
 
 Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout``), so
@@ -296,12 +296,13 @@ class _Search:
         return child.id
 
     # -- rollout ------------------------------------------------------------------------------------
-    async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> float | None:
-        """The value of ``child``: its success if terminal, else a rollout's from it with the current
-        policy (one sample per step) to a terminal state or ``max_depth``; None on an infra failure."""
+    async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> tuple[float, float] | None:
+        """The value of ``child`` as (success 1/0, the rollout's rewards): its success if terminal,
+        else a rollout's from it with the current policy (one sample per step) to a terminal state or
+        ``max_depth``; None on an infra failure."""
         tree, node = self.tree, self.tree.node(child)
         if node.terminal:
-            return float(bool(node.success))
+            return float(bool(node.success)), 0.0
         session, obs = live if live is not None else (None, None)
         if session is None or obs is None:
             obs = await self.reenter(child)
@@ -324,16 +325,13 @@ class _Search:
                     history.append(cand.action.short())
                 if branch.step is not None:
                     if episode_ended(branch):
-                        return self._value(branch.step.info.get("task_success"), ret)
+                        return float(bool(branch.step.info.get("task_success"))), ret
                     obs = branch.step.observation
             # cut off at the depth limit (answers that did not parse took no env step): ask the task now
             verdict = await self.svc.env.validate(session)
-            return self._value(verdict.success, ret)
+            return float(bool(verdict.success)), ret
         finally:
             await self.close(session)
-
-    def _value(self, success: bool | None, dense: float) -> float:
-        return float(bool(success)) + (dense if self.cfg.dense_return else 0.0)
 
 
 async def search(
@@ -351,7 +349,7 @@ async def search(
                 raise RunStopped(f"search {job.job_id} abandoned at simulation {sim}: run {job.run_id} was stopped")
             leaf = tree.select_leaf()
             if tree.node(leaf).terminal:
-                tree.backup(leaf, s._value(tree.node(leaf).success, 0.0), cfg.dense_return)
+                tree.backup(leaf, float(bool(tree.node(leaf).success)), cfg.dense_return)
                 continue
             live = await s.expand(leaf, sim)
             if not live:
@@ -362,7 +360,8 @@ async def search(
                     await s.close(session[0])
             value = await s.rollout(child, live[child], sim)
             if value is not None:
-                tree.backup(child, value, cfg.dense_return)
+                success, rewards = value
+                tree.backup(child, success, cfg.dense_return, rewards)
     finally:
         await s.close_all()
         await s.critic.aclose()
@@ -373,7 +372,7 @@ async def search(
         tree.record.simulations,
         len(tree.record.nodes),
         tree.record.env_steps,
-        any(n.success for n in tree.record.nodes),
+        tree.success_found(),
         tree.best_path(),
     )
     return SearchResult(tree, path, s.reentries, s.mismatches, s.infra_errors, s.critic_failures)

@@ -9,17 +9,20 @@ search driver does, and calls these in the order of a simulation:
 2. expansion: sample K actions there; ``new_candidates`` merges those with the same canonical action
    (``halo.actions.canonical_action``) and keeps ``max_children``; each is executed in a fork and
    scored by the critic, then recorded with ``add_child``.
-3. a rollout from one new child with the current policy (the driver's), giving a value.
+3. a rollout from one new child with the current policy (the driver's), giving the task's success
+   (1/0) and the rollout's rewards.
 4. ``backup``: every node on the path from that child to the root takes the value into its running
-   mean ``q_mcts`` (with ``dense_return``, each node adds the rewards of the edges below it).
+   mean ``q_mcts`` (with ``dense_return``, the rollout's rewards and those of the edges below it).
 
 The composite value is ``q = alpha * q_mcts + (1 - alpha) * q_critic``. An unvisited node has no
 ``q_mcts``; its ``q`` is the critic's score alone, so the critic orders children nobody has tried
 yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice), except a terminal
 child, whose outcome is known when it is created: its ``q`` takes its success (1/0) in place of
-``q_mcts``. After the search, each
-explored node whose children's ``q`` differ by at least ``theta`` gives preference pairs
-(``preference_pairs``), and ``best_path`` follows the most visited children.
+``q_mcts``. After the search, at each explored node, two explored children (visited, or
+terminal) whose ``q`` differ by at least ``theta`` give a preference pair (``preference_pairs``),
+and ``best_path`` follows the most visited children. The search found a success
+(``success_found``) when a node on the tree ended the task with success or a backed-up success
+value was above 0 (a rollout that succeeded is not a node).
 """
 
 from __future__ import annotations
@@ -73,9 +76,16 @@ def ucb1(q: float, parent_visits: int, visits: int, c: float) -> float:
     return q + c * math.sqrt(math.log(max(parent_visits, 1)) / (1 + visits))
 
 
+def explored(node: TreeNode) -> bool:
+    """Whether the action into ``node`` was tried: visited, or terminal (its outcome came with it)."""
+    return node.visits > 0 or node.terminal
+
+
 class Tree:
     def __init__(self, record: SearchTree) -> None:
         self.record = record
+        # The tree file has no field for it: a loaded tree knows only its nodes' successes.
+        self.successful_backups = 0
 
     @classmethod
     def start(
@@ -242,13 +252,16 @@ class Tree:
 
     # --- backup --------------------------------------------------------------------------------
 
-    def backup(self, node_id: int, value: float, dense_return: bool = False) -> None:
-        """One simulation's result: ``value`` is what the path earned below ``node_id`` (the rollout's
-        success, plus its dense return if configured). Each node on the path to the root takes the
-        return of the edge into it into its running mean; with ``dense_return`` that return adds the
-        rewards of the path's edges from that node down."""
+    def backup(self, node_id: int, value: float, dense_return: bool = False, rollout_return: float = 0.0) -> None:
+        """One simulation's result: ``value`` is the sparse value the path earned below ``node_id``
+        (the task's success, 1/0), ``rollout_return`` the rewards of the rollout from it. Each node on
+        the path to the root takes the return of the edge into it into its running mean; with
+        ``dense_return`` that return adds the rollout's rewards and those of the path's edges from
+        that node down."""
+        if value > 0:
+            self.successful_backups += 1
         alpha = self.record.alpha
-        ret = value
+        ret = value + (rollout_return if dense_return else 0.0)
         for i in reversed(self.path(node_id)):
             node = self.record.nodes[i]
             if dense_return:
@@ -269,15 +282,21 @@ class Tree:
         return out
 
     def preference_pairs(self, theta: float) -> list[Preference]:
-        """At every explored (visited and expanded) node, each pair of children whose composite Q
-        differs by at least ``theta``; chosen is the higher. Ordered by node, then by Q."""
+        """At every explored (visited and expanded) node, each pair of explored children (``explored``)
+        whose composite Q differs by at least ``theta``; chosen is the higher. Ordered by node, then by Q.
+
+        Only explored children, as Agent Q builds pairs: an untried child's ``q`` is its critic score
+        alone, while a visited one's mixes in its rollouts, so comparing the two would rank by which
+        was tried first (the critic's favourite, visited and failed at 0.3, would lose to an untried
+        sibling's 0.5). A terminal child counts as explored: its ``q`` already takes its outcome, on
+        the same scale as a visit's (``_first_q``)."""
         if theta < 0:
             raise ValueError(f"theta must be >= 0, got {theta}")
         out: list[Preference] = []
         for node in self.record.nodes:
-            if node.visits == 0 or len(node.children) < 2:
+            if node.visits == 0:
                 continue
-            ranked = sorted(self.children(node.id), key=lambda ch: -ch.q)
+            ranked = sorted((ch for ch in self.children(node.id) if explored(ch)), key=lambda ch: -ch.q)
             for hi, lo in combinations(ranked, 2):
                 # A tie (gap 0) is never a preference, even when theta is 0.
                 if hi.q - lo.q >= theta and hi.q > lo.q:
@@ -298,6 +317,11 @@ class Tree:
                     agree += by_search == by_critic
         return agree / total if total else None
 
+    def success_found(self) -> bool:
+        """Whether the search reached the task's success anywhere: at a node, or in a rollout (whose
+        steps are not nodes, but whose success was backed up as a value above 0)."""
+        return self.successful_backups > 0 or any(n.success for n in self.record.nodes)
+
     def summary(self) -> dict[str, float]:
         """Per-search metrics: size, depth, whether a success was found, best-path length."""
         nodes = self.record.nodes
@@ -305,7 +329,7 @@ class Tree:
         out = {
             "nodes": float(len(nodes)),
             "depth": float(max(n.depth for n in nodes)),
-            "success_found": float(any(n.success for n in nodes)),
+            "success_found": float(self.success_found()),
             "best_path_length": float(len(self.best_path()) - 1),
             "simulations": float(self.record.simulations),
             "env_steps": float(self.record.env_steps),
