@@ -260,11 +260,9 @@ def main() -> None:
 
 
 def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int) -> None:
-    import functools
 
     from halo_model.inputs import build_batch
     from halo_model.loading import load_processor
-    from halo_model.logprobs import completion_logprobs
     from halo_model.tiny import build_tiny_model
     from halo_trainer.learner import Learner, LearnerBatch
 
@@ -286,12 +284,12 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     model = random_model(params, tokenizer, dtype, args.device)
     build_s = time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters())
-    # As halo_trainer.runs builds it: log-probs at the run's temperature.
-    logprob_fn = functools.partial(completion_logprobs, temperature=cfg.temperature)
+    # As halo_trainer.runs builds it: the grouped path, at the run's temperature (learner_cfg.temperature).
     try:
-        learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
+        learner = Learner(model, learner_cfg)
     except ValueError as exc:  # a --full-weights entry the model does not have
-        raise SystemExit(f"error: {exc}") from exc
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     micro = learner_cfg.micro_batch_size
     flops = forward_flops(learner, batch, micro) * len(records) / min(micro, len(records))
 

@@ -5,7 +5,6 @@ same learner steps; and the comparison is shown to catch a wrong position or a l
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 
 import pytest
 import torch
@@ -220,7 +219,7 @@ def learner_pair(base_model, **overrides) -> tuple[Learner, Learner]:
     overrides = {"adam_eps": 1e-3, **overrides}
     grouped = Learner(tiny_model(base_model), config(**overrides))
     per_row = Learner(tiny_model(base_model), config(**overrides), logprob_fn=completion_logprobs)
-    assert grouped.logprob_fn is grouped_logprobs
+    assert grouped.logprob_fn.func is grouped_logprobs and grouped._packs
     return grouped, per_row
 
 
@@ -247,12 +246,12 @@ def test_an_update_gives_the_same_weights_as_the_per_row_path(base_model, batch)
     assert torch.allclose(grouped.logprobs(batch), per_row.logprobs(batch), atol=1e-5, rtol=0)
 
 
-def test_a_temperature_bound_learner_gives_the_same_weights_as_the_per_row_path(base_model, batch) -> None:
-    """The run manager binds the sampling temperature: ``partial(grouped_logprobs, temperature=T)``."""
-    overrides = config(adam_eps=1e-3)
-    grouped = Learner(tiny_model(base_model), overrides, logprob_fn=partial(grouped_logprobs, temperature=0.7))
-    per_row = Learner(tiny_model(base_model), overrides, logprob_fn=partial(completion_logprobs, temperature=0.7))
-    plain = Learner(tiny_model(base_model), overrides, logprob_fn=completion_logprobs)
+def test_a_learner_at_the_sampling_temperature_gives_the_same_weights_as_the_per_row_path(base_model, batch) -> None:
+    """The run's temperature reaches the learner as ``LearnerConfig.temperature``, bound to its log-prob function."""
+    at_07 = config(adam_eps=1e-3, temperature=0.7)
+    grouped = Learner(tiny_model(base_model), at_07)
+    per_row = Learner(tiny_model(base_model), at_07, logprob_fn=completion_logprobs)
+    plain = Learner(tiny_model(base_model), config(adam_eps=1e-3), logprob_fn=completion_logprobs)
     learning = advantages_batch(batch)
     m_grouped, m_per_row, m_plain = grouped.update(learning), per_row.update(learning), plain.update(learning)
     assert m_grouped["train/grad_norm"] == pytest.approx(m_per_row["train/grad_norm"], rel=1e-5)
@@ -299,10 +298,8 @@ def test_a_dpo_update_gives_the_same_weights_as_the_per_row_path(base_model, pro
 
 
 def test_the_learner_moves_one_packed_micro_batch_at_a_time(base_model, batch, monkeypatch) -> None:
-    # as the run manager builds it: bound to the sampling temperature
-    learner = Learner(
-        tiny_model(base_model), config(micro_batch_size=4), logprob_fn=partial(grouped_logprobs, temperature=0.7)
-    )
+    # as the run manager builds it: at the sampling temperature
+    learner = Learner(tiny_model(base_model), config(micro_batch_size=4, temperature=0.7))
     seen: list[PackedBatch] = []
     original = PackedBatch.to
 

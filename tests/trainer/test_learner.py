@@ -203,6 +203,28 @@ def test_stale_behaviour_logprobs_give_ratios_and_clipping(base_model, processor
     assert metrics["train/clip_frac"] == pytest.approx(3 / 5)
 
 
+def test_a_tis_cap_truncates_the_importance_weight_in_the_update(base_model, processor) -> None:
+    """The learner passes its ``tis_cap`` to the objective: vLLM saw every token e^1 times less
+    likely, a cap of 2 truncates all of them (without the cap none is truncated and the PPO clip
+    takes over), and the capped step's gradient is the policy gradient scaled by the cap."""
+    batch = group_batch(processor, [1.0, -1.0])
+    capped = Learner(tiny_model(base_model), config(tis_cap=2.0))
+    uncapped = Learner(tiny_model(base_model), config())
+    stale = replace(batch, behaviour_logprobs=capped.logprobs(batch) - 1.0)
+    m_capped, m_uncapped = capped.update(stale), uncapped.update(stale)
+    assert m_capped["train/tis_frac"] == 1.0 and m_uncapped["train/tis_frac"] == 0.0
+    assert m_capped["train/ratio_min"] == pytest.approx(torch.e, rel=1e-4)  # vLLM's ratio, still reported
+    on_policy = Learner(tiny_model(base_model), config(tis_cap=2.0)).update(batch)
+    assert m_capped["train/loss"] == pytest.approx(2.0 * on_policy["train/loss"], rel=1e-4)
+
+
+def test_the_learner_scores_and_measures_entropy_at_its_temperature(base_model, processor) -> None:
+    batch = group_batch(processor, [1.0, -1.0])
+    hot, cold = Learner(tiny_model(base_model), config()), Learner(tiny_model(base_model), config(temperature=0.5))
+    assert not torch.allclose(hot.logprobs(batch), cold.logprobs(batch))
+    assert cold.update(batch)["train/entropy"] < hot.update(batch)["train/entropy"]  # a sharper distribution
+
+
 def test_warmup_schedule_and_completion_length_limit(base_model, processor) -> None:
     learner = Learner(tiny_model(base_model), config(warmup_steps=4))
     skipped = group_batch(processor, [0.0, 0.0])  # no row needs a forward pass: the schedule alone

@@ -134,6 +134,8 @@ class RunConfig(BaseModel):
                 # Dr. GRPO's constant normaliser is the sampler's completion budget.
                 "max_completion_tokens": self.sampling.max_tokens,
                 "tis_cap": self.tis_cap,
+                # vLLM reports log-probs of what it sampled from: the learner scores at the same temperature.
+                "temperature": self.temperature,
             }
         )
 

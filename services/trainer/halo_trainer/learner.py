@@ -34,6 +34,7 @@ log-prob function computes (a forward hook on ``lm_head``), so nothing is comput
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -143,12 +144,13 @@ def _lm_head(model: nn.Module) -> nn.Module | None:
 
 
 def logprobs_and_entropy(
-    logprob_fn: LogprobFn, model: nn.Module, batch: LearnerBatch, *, grad: bool
+    logprob_fn: LogprobFn, model: nn.Module, batch: LearnerBatch, *, grad: bool, temperature: float = 1.0
 ) -> tuple[Tensor, Tensor | None]:
     """``logprob_fn``'s log-probs ``[B, C]`` and the entropy of each predicted distribution (no grad).
 
-    The entropy comes from the logits ``logprob_fn`` already computes (captured at ``lm_head``), with
-    the same structured-output mask; None if the function does not go through ``lm_head``.
+    The entropy comes from the logits ``logprob_fn`` already computes (captured at ``lm_head``, before
+    the temperature, which is applied here as ``logprob_fn`` applies it), with the same
+    structured-output mask; None if the function does not go through ``lm_head``.
     """
     captured: list[Tensor] = []
     head = _lm_head(model)
@@ -160,7 +162,7 @@ def logprobs_and_entropy(
             hook.remove()
     entropy = None
     if len(captured) == 1 and captured[0].shape[:2] == logp.shape:
-        logits = captured[0]
+        logits = captured[0] / temperature if temperature != 1.0 else captured[0]
         if batch.allowed is not None:
             logits = logits.masked_fill(~batch.allowed[..., : logits.shape[-1]], float("-inf"))
         entropy = entropy_from_logits(logits)
@@ -173,14 +175,15 @@ class Learner:
 
     def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = grouped_logprobs):
         """``logprob_fn`` takes a ``PolicyBatch`` (``logprobs.completion_logprobs``: the per-row path);
-        ``grouped_logprobs``, the default (or a ``functools.partial`` of it), is given its
-        micro-batches packed by prompt."""
+        ``grouped_logprobs``, the default, is given its micro-batches packed by prompt. Either is
+        called at ``config.temperature``, the run's sampling temperature."""
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
         self.config = config
-        self.logprob_fn = logprob_fn
-        # The run manager passes it bound to the sampling temperature (functools.partial).
-        self._packs = getattr(logprob_fn, "func", logprob_fn) is grouped_logprobs
+        # Bound to the sampling temperature: vLLM's behaviour log-probs are of the distribution it
+        # sampled from (processed_logprobs), and TRL's GRPO scores at that temperature too.
+        self.logprob_fn = functools.partial(logprob_fn, temperature=config.temperature)
+        self._packs = logprob_fn is grouped_logprobs
         model.requires_grad_(False)
         lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules)
         self.model: PeftModel = get_peft_model(model, lora)
@@ -274,7 +277,7 @@ class Learner:
             "train/skipped_sequences": float(len(batch) - len(rows)),
             "train/unscorable_sequences": float(unscorable.sum()),
         }
-        for key in ("tokens", "kl", "entropy", "clip_frac", "ratio_mean", "ratio_min", "ratio_max"):
+        for key in ("tokens", "kl", "entropy", "clip_frac", "tis_frac", "ratio_mean", "ratio_min", "ratio_max"):
             metrics[f"train/{key}"] = summary[key]
         if stats.entropy_tokens == 0 and stats.tokens > 0:
             metrics["train/entropy"] = float("nan")  # the log-prob function gave no logits to read it from
@@ -314,7 +317,9 @@ class Learner:
             if cfg.kl_coef > 0:
                 with torch.no_grad(), self.reference_policy():
                     ref = self.logprob_fn(self.model, micro.inputs, grad=False, allowed=micro.allowed)
-            logp, entropy = logprobs_and_entropy(self.logprob_fn, self.model, micro, grad=True)
+            logp, entropy = logprobs_and_entropy(
+                self.logprob_fn, self.model, micro, grad=True, temperature=cfg.temperature
+            )
             behaviour = micro.behaviour_logprobs if micro.behaviour_logprobs is not None else logp.detach()
             loss, micro_stats = policy_loss(
                 logp,
@@ -329,6 +334,7 @@ class Learner:
                 kl_coef=cfg.kl_coef,
                 max_completion_tokens=cfg.max_completion_tokens,
                 num_sequences=len(batch),
+                tis_cap=cfg.tis_cap,
             )
             loss.backward()
             loss_total += float(loss.detach())

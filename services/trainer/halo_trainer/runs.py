@@ -9,7 +9,6 @@ the API's routes only translate.
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import json
 import logging
@@ -229,7 +228,6 @@ class RunManager:
         self.active[cfg.run_id] = (task, stop)
 
     def _learner_parts(self, cfg: RunConfig):
-        from halo_model.grouped import grouped_logprobs
         from halo_model.loading import load_model, load_processor
         from halo_trainer.learner import Learner
 
@@ -238,11 +236,8 @@ class RunManager:
         processor = load_processor(model_path, **self.settings.processor_kwargs())
         learner_cfg = cfg.learner_config(self.settings.resolved_learner())
         self.check_memory(cfg, learner_cfg, model_path, processor)
-        # vLLM reports log-probs of what it sampled from, at the run's temperature: the learner (its
-        # GRPO ratio, KL reference and DPO log-probs) scores at the same one, on its grouped path.
-        logprob_fn = functools.partial(grouped_logprobs, temperature=cfg.temperature)
         model = load_model(model_path, device=self.settings.resolved_device(), dtype=self.settings.resolved_dtype())
-        learner = Learner(model, learner_cfg, logprob_fn=logprob_fn)
+        learner = Learner(model, learner_cfg)  # scores at the run's temperature (learner_cfg.temperature)
         return learner, processor
 
     def check_memory(self, cfg: RunConfig, learner_cfg, model_path: str, processor) -> None:

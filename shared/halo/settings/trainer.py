@@ -63,6 +63,11 @@ class LearnerConfig(BaseModel):
     kl_coef: Annotated[float, Field(ge=0)] = Field(
         0.0, description="Weight of the k3 KL to the frozen base model (adapter disabled); 0 skips the reference pass"
     )
+    temperature: Annotated[float, Field(gt=0, le=2.0)] = Field(
+        1.0,
+        description="The temperature rollouts sample at: the learner scores log-probs (ratio, KL reference, DPO) "
+        "and entropy at it, as vLLM's processed log-probs are; the run's `temperature`",
+    )
     tis_cap: Annotated[float, Field(ge=1.0)] | None = Field(
         None,
         description="Truncated importance sampling: cap on the weight pi_learner / pi_vLLM of each token "
@@ -98,6 +103,7 @@ RUN_OWNED_LEARNER_FIELDS = frozenset(
         "full_weights_lr",
         "max_completion_tokens",
         "tis_cap",
+        "temperature",
     }
 )
 
