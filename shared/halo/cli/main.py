@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from halo import modes as agent_modes
 from halo.cli import stack as local_stack
+from halo.cli.summary import run_summary, viewer_link
 from halo.schemas import RunSpec, RunState, RunStatus, Task
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
@@ -151,8 +151,16 @@ def train(
     critic: str = typer.Option(None, help="mcts: self, openai or progress"),
     detach: bool = typer.Option(False, help="Submit and return without following progress"),
     no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the run's final status (GET /runs/{id}) as one JSON line instead of the summary; "
+        "everything else goes to stderr",
+    ),
 ) -> None:
     """Submit a training run to the trainer (starting the local stack if needed) and follow it."""
+    # With --json, stdout carries the JSON alone so that a script can parse it.
+    say = err if json_out else console
     settings = TrainerSettings()
     fields = {
         "domain": domain,
@@ -193,27 +201,49 @@ def train(
             if no_stack:
                 if not local_stack.is_alive(url, "trainer"):
                     _fail(f"trainer not reachable at {url}")
-                console.print(f"trainer at {url} is alive but not ready; submitting anyway (--no-stack)")
+                say.print(f"trainer at {url} is alive but not ready; submitting anyway (--no-stack)")
             else:
                 # `up` starts only what is not running (a busy trainer is alive: it is not started twice).
-                console.print("trainer not ready: checking the local stack")
+                say.print("trainer not ready: checking the local stack")
                 try:
-                    local_stack.up(say=console.print)
+                    local_stack.up(say=say.print)
                 except RuntimeError as exc:
                     _fail(str(exc))
         run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
-        console.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
-        console.print(f"watch it at {url}/ui/#/run/{run.run_id} (curves, episodes; docs/viewer.md)")
+        say.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
+        say.print(f"watch it at {viewer_link(url, run.run_id)} (curves, episodes; docs/viewer.md)")
         if run.task_set_note:
-            console.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
+            say.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
         if detach:
+            if json_out:
+                typer.echo(run.model_dump_json())
             return
-        final = _follow(client, run)
+        final = _follow(client, run, say)
+        if json_out:
+            typer.echo(final.model_dump_json())
+        else:
+            console.print(
+                run_summary(final, _evaluations(client, final.run_id), viewer_link(url, final.run_id)),
+                markup=False,
+                highlight=False,
+            )
     if final.state is not RunState.FINISHED:
         _fail(f"run ended {final.state.value}: {final.error or ''}")
 
 
-def _follow(client: httpx.Client, run: RunStatus) -> RunStatus:
+def _evaluations(client: httpx.Client, run_id: str) -> list[dict]:
+    """The run's eval.jsonl lines as the viewer serves them; [] (the summary says none) when it cannot."""
+    try:
+        response = client.get(f"/ui/api/runs/{run_id}/metrics")
+        response.raise_for_status()
+        lines = response.json().get("eval", [])
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        err.print(f"[yellow]warning:[/yellow] the run's evaluations could not be read ({escape(str(exc))})")
+        return []
+    return [line for line in lines if isinstance(line, dict)] if isinstance(lines, list) else []
+
+
+def _follow(client: httpx.Client, run: RunStatus, out: Console) -> RunStatus:
     """Poll the run and draw a progress bar until it ends; Ctrl-C detaches (the run goes on)."""
     columns = [
         TextColumn("{task.description}"),
@@ -223,7 +253,7 @@ def _follow(client: httpx.Client, run: RunStatus) -> RunStatus:
         TextColumn("{task.fields[info]}"),
     ]
     try:
-        with Progress(*columns, console=console) as progress:
+        with Progress(*columns, console=out) as progress:
             bar = progress.add_task(f"{run.run_id}", total=run.episodes_total or None, info="")
             while True:
                 run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
@@ -244,9 +274,8 @@ def _follow(client: httpx.Client, run: RunStatus) -> RunStatus:
                     break
                 time.sleep(2)
     except KeyboardInterrupt:
-        console.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
+        out.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
         raise typer.Exit(0) from None
-    console.print(f"run {run.run_id} {run.state.value}: {json.dumps(run.latest_metrics, sort_keys=True)}")
     return run
 
 

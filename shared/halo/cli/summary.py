@@ -1,0 +1,96 @@
+"""The few lines ``halo train`` ends with: what the run learned, how fast, where its adapter and curves are.
+
+Everything comes from what the trainer's API already serves: the run's status (``GET /runs/{id}``)
+and its evaluations, the lines of the run folder's ``eval.jsonl`` (``GET /ui/api/runs/{id}/metrics``),
+which carry each evaluation's 95% Wilson interval as the run loop computed it. Nothing here imports
+the trainer: the CLI runs where torch is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from halo.schemas import RunStatus
+
+
+def viewer_link(base_url: str, run_id: str) -> str:
+    """The run's page in the run viewer the trainer serves at ``/ui``."""
+    return f"{base_url.rstrip('/')}/ui/#/run/{run_id}"
+
+
+def _number(line: Mapping[str, Any], key: str) -> float | None:
+    value = line.get(key)
+    # bool is an int to Python but never a measurement; null/NaN mean "not measured".
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _evaluation(line: Mapping[str, Any]) -> str:
+    """``0.44 [0.23, 0.67] (7/16, v8)``: the rate, its interval, successes of episodes, the policy version."""
+    rate = _number(line, "eval/success_rate")
+    if rate is None:
+        return "not measured"
+    text = f"{rate:.2f}"
+    low, high = _number(line, "eval/ci_low"), _number(line, "eval/ci_high")
+    if low is not None and high is not None:
+        text += f" [{low:.2f}, {high:.2f}]"
+    details = []
+    if (n := _number(line, "eval/episodes")) is not None and n > 0:
+        details.append(f"{round(rate * n)}/{round(n)}")
+    if (version := _number(line, "eval/policy_version")) is not None:
+        details.append(f"v{round(version)}")
+    elif (update := _number(line, "update")) is not None:
+        details.append(f"update {round(update)}")
+    return f"{text} ({', '.join(details)})" if details else text
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def run_summary(status: RunStatus, evaluations: Sequence[Mapping[str, Any]], viewer: str) -> str:
+    """The end of ``halo train``: held-out success before -> after (95% Wilson intervals), updates,
+    episodes and their rate over the wall time, where the adapter is, and the viewer link.
+
+    ``evaluations``: the run's eval.jsonl lines in order; the first is the baseline taken before any
+    update, the last the final policy's. ``viewer``: the run's page (``viewer_link``).
+    """
+    measured = [line for line in evaluations if _number(line, "eval/success_rate") is not None]
+    if not measured:
+        success = "not measured (no evaluation ran; eval_every 0 turns them off)"
+    elif len(measured) == 1:
+        success = f"{_evaluation(measured[0])}, the only evaluation"
+    else:
+        success = f"{_evaluation(measured[0])}  ->  {_evaluation(measured[-1])}"
+
+    wall = max(0.0, status.updated_at - status.created_at)
+    rate = f"{status.episodes_done / wall:.2f}/s" if wall > 0 else "n/a"
+
+    if status.policy_version > 0:
+        adapter = f"v{status.policy_version} (latest): adapters/v{status.policy_version} in the run folder"
+        if status.adapter_name:
+            adapter += f", served as {status.adapter_name}"
+    else:
+        adapter = "none yet: no update was published (v0 is the base model)"
+
+    rows = [
+        ("held-out success", f"{success}   (95% Wilson intervals)" if measured else success),
+        ("updates", str(status.updates)),
+        ("episodes", f"{status.episodes_done} in {_duration(wall)} wall time ({rate})"),
+        ("run folder", status.run_dir or "unknown"),
+        ("adapter", adapter),
+        ("viewer", viewer),
+    ]
+    width = max(len(label) for label, _ in rows)
+    head = f"run {status.run_id} {status.state.value}"
+    return "\n".join([head, *(f"  {label:<{width}}  {value}" for label, value in rows)])
