@@ -7,13 +7,14 @@ import math
 import os
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from halo_trainer.metrics import MetricsLog
-from halo_trainer.trackers import PACKAGES, Trackers, missing
+from halo_trainer.trackers import PACKAGES, Trackers, missing, wandb_run_id
 
 RUN = "trk-run"
 CONFIG = {"run_id": RUN, "learning_rate": 1e-6, "sampling": {"max_tokens": 64}, "report_to": ["tensorboard"]}
@@ -148,6 +149,94 @@ def test_trackio_local(tmp_path: Path) -> None:
     result = json.loads(line.removeprefix("RESULT "))
     assert result["got"] == result["expected"] and result["expected"]
     assert result["config"]["learning_rate"] == 1e-6
+
+
+def test_the_wandb_run_id_is_the_same_at_every_resume_and_one_wandb_takes() -> None:
+    assert wandb_run_id("playground-20260101-120000-ab12") == "playground-20260101-120000-ab12"
+    odd = "a run/with:odd#chars?" + "x" * 80
+    assert wandb_run_id(odd) == wandb_run_id(odd) != wandb_run_id(odd + "y")
+    assert len(wandb_run_id(odd)) <= 64 and set(wandb_run_id(odd)) <= set("abcdefghijklmnopqrstuvwxyz0123456789-_")
+    with pytest.raises(ValueError, match="empty"):
+        wandb_run_id("")
+
+
+# One trainer process's session of a run: it logs two updates and an image, then dies without
+# closing anything (kill -9; the pause lets the trackers' own background writers catch up, as they
+# would have in a run that trained for minutes) or closes them as a finished run does.
+RESUME_SESSION = """
+import json, os, sys, time
+from pathlib import Path
+from PIL import Image
+from halo_trainer.trackers import Trackers
+run_dir, names, session, crash = Path(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4] == "crash"
+trackers = Trackers.open(names, run_dir, "trk-run", {"run_id": "trk-run", "learning_rate": 1e-6})
+assert sorted(trackers.trackers) == sorted(names), trackers.trackers
+for step in (2 * session - 1, 2 * session):
+    trackers.log_metrics(step, {"train/loss": 1.0 / step})
+trackers.log_images(2 * session, {"eval/episode": Image.new("RGB", (16, 8), (200, 10, 10))})
+if crash:
+    time.sleep(2)
+    os._exit(0)
+trackers.close()
+if "trackio" in names:
+    from trackio.sqlite_storage import SQLiteStorage
+    records = SQLiteStorage.get_run_records("halo")
+    steps = sorted({row["step"] for row in SQLiteStorage.get_logs("halo", "trk-run") if "train/loss" in row})
+    print("TRACKIO", json.dumps({"runs": [r.get("name") or r.get("run_name") for r in records], "steps": steps}))
+"""
+
+
+@pytest.mark.slow
+def test_a_resumed_run_continues_its_tracker_runs_inside_the_run_folder(tmp_path: Path) -> None:
+    """Two sessions of one run (the first killed): one W&B run id, one MLflow run with every step,
+    one trackio run; no file of the run outside its folder except trackio's process-wide store."""
+    names = [n for n in ("tensorboard", "wandb", "mlflow", "trackio") if not missing([n])]
+    if not {"wandb", "mlflow", "trackio"} & set(names):
+        pytest.skip("none of wandb, mlflow, trackio is installed")
+    home, store, run_dir = tmp_path / "home", tmp_path / "trackio", tmp_path / "run"
+    home.mkdir()
+    unset = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "HF_HOME", "MLFLOW_TRACKING_URI")
+    env = {k: v for k, v in os.environ.items() if k not in unset and not k.startswith("WANDB_")}
+    env |= {"HOME": str(home), "TRACKIO_DIR": str(store), "HF_HUB_OFFLINE": "1", "WANDB_SILENT": "true"}
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", RESUME_SESSION, str(run_dir), ",".join(names), str(session), how],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        ).stdout
+        for session, how in ((1, "crash"), (2, "close"))
+    ]
+
+    if "wandb" in names:
+        sessions = sorted((run_dir / "wandb").glob("offline-run-*"))
+        # W&B's offline format keeps one folder (one transaction log) per session; the id is one.
+        assert len(sessions) == 2 and all(p.name.endswith("-trk-run") for p in sessions), sessions
+        assert all((p / "run-trk-run.wandb").is_file() for p in sessions)
+    if "mlflow" in names:
+        from mlflow import MlflowClient
+
+        client = MlflowClient(tracking_uri=f"sqlite:///{run_dir / 'mlflow.db'}")
+        (run,) = client.search_runs([client.get_experiment_by_name("halo").experiment_id])
+        assert run.data.tags["halo_run_id"] == RUN and run.info.status == "FINISHED"
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "train/loss")] == [1, 2, 3, 4]
+    if "trackio" in names:
+        (line,) = [x for x in outputs[1].splitlines() if x.startswith("TRACKIO ")]
+        assert json.loads(line.removeprefix("TRACKIO ")) == {"runs": [RUN], "steps": [1, 2, 3, 4]}
+
+    outside = sorted(
+        p.relative_to(tmp_path).as_posix()
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_relative_to(run_dir) and not p.is_relative_to(store)
+    )
+    # What is left outside belongs to the process, not to the run: wandb-core's own debug log and
+    # MLflow's telemetry switch.
+    assert all(
+        fnmatch(p, "home/.cache/wandb/logs/core-debug-*.log") or p == "home/.config/mlflow/telemetry.json"
+        for p in outside
+    ), outside
 
 
 def test_report_to_comes_from_the_spec_else_the_run_defaults_and_none_stands_alone() -> None:

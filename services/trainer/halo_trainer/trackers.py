@@ -5,23 +5,36 @@ Each tracker gets what metrics.jsonl gets, under the same names with the update 
 every evaluation one episode of it as a filmstrip image. Every store works without a network:
 
 - tensorboard: event files in ``<run>/tensorboard`` (``tensorboard --logdir <run>/tensorboard``)
-- wandb: offline mode in ``<run>/wandb`` (``wandb sync`` uploads it later); wandb's own
+- wandb: offline mode in ``<run>/wandb`` (``wandb sync <run>/wandb/offline-run-*`` uploads it later); wandb's own
   ``WANDB_MODE=online`` logs live instead
 - trackio: its local database (``TRACKIO_DIR``, trackio's own setting), project ``halo``
 - mlflow: a sqlite store ``<run>/mlflow.db`` with artifacts in ``<run>/mlartifacts``
   (``mlflow ui --backend-store-uri sqlite:///<run>/mlflow.db``), or mlflow's own
   ``MLFLOW_TRACKING_URI`` when set
 
+A run that resumes (after a crash or a trainer restart) continues the same tracker run, so its
+curves stay one series: W&B's run id is derived from the run id (``wandb_run_id``) and opened with
+``resume="allow"``; in offline mode each process's session is its own ``offline-run-*-<id>``
+folder under ``<run>/wandb`` (W&B's format: one transaction log per session), all with that id, and
+``wandb sync`` uploads them into one W&B run in order. MLflow finds its run by the ``halo_run_id``
+tag in the run folder's store; trackio by the run name (``resume="allow"``).
+
+trackio is the exception to "every file in the run folder": it reads its store's folder once, when
+it is first imported, into module constants, and has no per-run setting; one trainer process trains
+many runs, so the store is process-wide (``TRACKIO_DIR``, by default in the Hugging Face cache).
+
 Each library is imported only by the tracker that uses it, so a run reporting nowhere needs none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
 import math
 import os
+import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +62,20 @@ class Tracker(Protocol):
 def missing(names: list[str]) -> list[str]:
     """The trackers among ``names`` whose library is not installed (checked before a run starts)."""
     return [n for n in names if n in PACKAGES and importlib.util.find_spec(PACKAGES[n]) is None]
+
+
+WANDB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def wandb_run_id(run_id: str) -> str:
+    """The W&B run id of a run, the same at every resume: the run id itself when W&B accepts it
+    (letters, digits, ``-``, ``_``; at most 64), else a readable prefix and a hash of the whole id."""
+    if not run_id:
+        raise ValueError("a tracker needs the run's id; it is empty")
+    if WANDB_ID.match(run_id):
+        return run_id
+    digest = hashlib.sha256(run_id.encode()).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', run_id)[:51]}-{digest}"
 
 
 def finite(metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -98,6 +125,9 @@ class WandbTracker:
         self.run = wandb.init(
             project=PROJECT,
             name=run_id,
+            # One id per run, so that a resumed run continues the W&B run it started.
+            id=wandb_run_id(run_id),
+            resume="allow",
             dir=str(run_dir),
             config=config,
             # Offline unless wandb's own WANDB_MODE says otherwise: a GPU box may have no network.
@@ -139,18 +169,20 @@ class MlflowTracker:
         from mlflow.entities import Param
 
         # MLflow's file store refuses new runs since 3.x; its sqlite store is the local one.
-        uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{run_dir / 'mlflow.db'}"
-        self.client = MlflowClient(tracking_uri=uri)
+        shared = os.environ.get("MLFLOW_TRACKING_URI")
+        self.client = MlflowClient(tracking_uri=shared or f"sqlite:///{run_dir / 'mlflow.db'}")
         experiment = self.client.get_experiment_by_name(PROJECT)
-        experiment_id = (
-            experiment.experiment_id
-            if experiment
-            else self.client.create_experiment(PROJECT, artifact_location=(run_dir / "mlartifacts").as_uri())
-        )
+        # A shared server keeps its own artifact root: the first run's folder must not become every run's.
+        artifacts = None if shared else (run_dir / "mlartifacts").as_uri()
+        experiment_id = experiment.experiment_id if experiment else self.client.create_experiment(PROJECT, artifacts)
         # A resumed run continues its MLflow run (found by the tag), so its curves stay one series.
+        if "'" in run_id or "\\" in run_id:
+            raise ValueError(f"run id {run_id!r}: quotes and backslashes cannot be searched for in MLflow")
         found = self.client.search_runs([experiment_id], filter_string=f"tags.halo_run_id = '{run_id}'")
         if found:
             self.run_id = found[0].info.run_id
+            if found[0].info.status != "RUNNING":  # closed by the session before: it is live again
+                self.client.update_run(self.run_id, status="RUNNING")
             return
         self.run_id = self.client.create_run(experiment_id, run_name=run_id, tags={"halo_run_id": run_id}).info.run_id
         self.client.log_dict(self.run_id, config, "config.json")
