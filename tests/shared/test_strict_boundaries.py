@@ -355,3 +355,23 @@ async def test_an_integer_too_long_for_the_json_parser_is_a_4xx(reward: httpx.As
     )
     response = await reward.post("/reward", content=raw, headers=JSON)
     assert 400 <= response.status_code < 500, response.text
+
+
+def test_a_run_status_with_an_unmeasured_metric_reads_back() -> None:
+    """A NaN metric (not measured at that update) is written as null: the stored or served status
+    must read back, with NaN again, instead of failing validation."""
+    import math
+
+    from halo.schemas.runs import RunState, RunStatus
+
+    status = RunStatus(
+        run_id="r",
+        state=RunState.RUNNING,
+        spec=RunSpec(domain="playground"),
+        created_at=0,
+        updated_at=0,
+        latest_metrics={"train/entropy": float("nan"), "train/loss": 0.5},
+    )
+    assert '"train/entropy":null' in status.model_dump_json()
+    back = RunStatus.model_validate_json(status.model_dump_json()).latest_metrics
+    assert math.isnan(back["train/entropy"]) and back["train/loss"] == 0.5

@@ -151,6 +151,15 @@ class RunStatus(Message):
     tasks_left_out: list[TaskReachability] = Field(default_factory=list)
     task_set_note: str | None = None  # one line on what was left out (or named but unreachable), and why
 
+    @field_validator("latest_metrics", mode="before")
+    @classmethod
+    def _unmeasured_metrics_read_back(cls, value: Any) -> Any:
+        # JSON has no NaN: a metric not measured at an update is written as null (pydantic's
+        # default), so a stored or served status must read null back as NaN, not fail.
+        if isinstance(value, dict):
+            return {k: float("nan") if v is None else v for k, v in value.items()}
+        return value
+
 
 class RunEvent(Message):
     """One server-sent event of ``GET /runs/{id}/events``."""
