@@ -85,3 +85,18 @@ def test_max_loras_holds_the_default_runs_adapter_versions() -> None:
     assert PolicySettings(_env_file=None).max_loras >= 4  # max_staleness 2 + 2 (halo_trainer.config)
     with pytest.raises(ValidationError, match="max_pixels"):
         PolicySettings(max_pixels=10)
+
+
+def test_tower_lora_is_off_unless_asked(monkeypatch) -> None:
+    """vLLM applies an adapter's vision-tower and merger keys only with this flag; without it they
+    are dropped, so a run whose lora_target reaches the vision side needs the server to have it."""
+    flag = "--enable-tower-connector-lora"
+    for target in ("cpu", "gpu"):
+        assert flag not in build_command(PolicySettings(_env_file=None, target=target), "model")
+        assert flag not in build_command(PolicySettings(_env_file=None, target=target, tower_lora=False), "model")
+        assert flag in build_command(PolicySettings(_env_file=None, target=target, tower_lora=True), "model")
+    # Compose passes an unset HALO_TOWER_LORA through as ""
+    monkeypatch.setenv("HALO_POLICY_TOWER_LORA", "")
+    assert PolicySettings(_env_file=None).tower_lora is None
+    monkeypatch.setenv("HALO_POLICY_TOWER_LORA", "true")
+    assert flag in build_command(PolicySettings(_env_file=None), "model")

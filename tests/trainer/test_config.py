@@ -72,6 +72,46 @@ def test_full_weights_default_to_lora_only_and_the_request_chooses_them():
         RunConfig.model_validate({**old, "full_weights": ["visual"]})
 
 
+def test_lora_target_defaults_to_the_language_model_and_the_request_chooses_it():
+    defaults = load_defaults("configs/rl_config.yaml")
+    for profile in (None, "tiny"):
+        cfg = resolve(RunSpec(domain="playground"), "r11", ["t"], defaults, profile)
+        assert cfg.lora_target == "language" and cfg.learner_config(LearnerConfig()).lora_target == "language"
+    cfg = resolve(RunSpec(domain="playground", lora_target="language+tower"), "r12", ["t"], defaults, "tiny")
+    assert cfg.learner_config(LearnerConfig()).lora_target == "language+tower"
+    assert RunConfig.model_validate(json.loads(cfg.model_dump_json())) == cfg
+    # a run saved before the setting existed resumes with the adapter it had: the language model's
+    old = json.loads(cfg.model_dump_json())
+    del old["lora_target"]
+    assert RunConfig.model_validate(old).lora_target == "language"
+    with pytest.raises(ValidationError, match="language\\+merger"):
+        RunSpec(domain="playground", lora_target="vision")
+    # one owner: the run's config, not the trainer's environment
+    with pytest.raises(ValidationError, match="lora_target belong to each run"):
+        TrainerSettings(_env_file=None, learner=LearnerConfig(lora_target="language+merger"))
+
+
+def test_the_cli_sends_lora_target(monkeypatch):
+    from typer.testing import CliRunner
+
+    from halo.cli import main as cli
+
+    sent = []
+
+    class Spec(RunSpec):
+        @classmethod
+        def model_validate(cls, fields, **kwargs):
+            sent.append(fields)
+            raise ValueError("stop before any call")
+
+    monkeypatch.setattr(cli, "RunSpec", Spec)
+    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--lora-target", "language+merger"])
+    assert result.exit_code == 2 and sent[0]["lora_target"] == "language+merger"
+    monkeypatch.undo()
+    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--lora-target", "tower"])
+    assert result.exit_code == 2 and "language+tower" in result.output
+
+
 def test_a_grammar_the_learner_cannot_replay_is_refused():
     defaults = load_defaults("configs/rl_config.yaml")
     defaults["sampling"] = {**defaults["sampling"], "structured_outputs": "json"}

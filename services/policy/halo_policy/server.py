@@ -12,7 +12,8 @@ the rest of the card to the trainer. Both: runtime LoRA (``--enable-lora``, ``--
 (``--logprobs-mode processed_logprobs``) with no sampling defaults from the model's files
 (``--generation-config vllm``), the image-token budget ``HALO_POLICY_MAX_PIXELS`` as
 ``--mm-processor-kwargs`` (the learner's processor gets the same), in-place full-weight reload when asked
-(``HALO_POLICY_WEIGHT_RELOAD``, on by default on the CPU target: ``VLLM_SERVER_DEV_MODE=1``), the xgrammar structured-output backend (the learner
+(``HALO_POLICY_WEIGHT_RELOAD``, on by default on the CPU target: ``VLLM_SERVER_DEV_MODE=1``), LoRA on the
+vision tower and merger when asked (``HALO_POLICY_TOWER_LORA``: ``--enable-tower-connector-lora``), the xgrammar structured-output backend (the learner
 replays its masks), and ``--chat-template-content-format openai`` so vLLM hands the template the
 same message structure transformers does.
 """
@@ -104,6 +105,9 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
         # prefilled in one step, so the budget must hold the longest prompt.
         budget = settings.max_num_batched_tokens or max(settings.max_model_len, 16384)
         cmd += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(budget)]
+    if settings.tower_lora:
+        # Without it vLLM drops an adapter's vision-tower and merger keys (a warning at start-up only).
+        cmd.append("--enable-tower-connector-lora")
     cmd += list(settings.extra_args)
     return cmd
 

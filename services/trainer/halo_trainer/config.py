@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from halo.schemas import Algorithm, BranchPolicy, GroupMode, LossType, RunSpec, SamplingParams, TrackerName
-from halo.schemas.runs import check_full_weights
+from halo.schemas.runs import LoraTarget, check_full_weights
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 from halo_trainer.mcts.settings import MCTSConfig
@@ -70,6 +70,12 @@ class RunConfig(BaseModel):
     lora_r: int
     lora_alpha: float
     lora_target_modules: list[str]
+    # Runs saved before this field resume as they ran: the language model only.
+    lora_target: LoraTarget = Field(
+        "language",
+        description="Where the adapter reaches: language, language+merger (+ the vision merger and deepstack "
+        "mergers), language+tower (+ the vision blocks); the vision side needs a server with tower LoRA",
+    )
     # Runs saved before these fields resume as they ran: LoRA only.
     full_weights: list[str] = Field(
         default_factory=list,
@@ -129,6 +135,7 @@ class RunConfig(BaseModel):
                 "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha,
                 "lora_target_modules": tuple(self.lora_target_modules),
+                "lora_target": self.lora_target,
                 "full_weights": tuple(self.full_weights),
                 "full_weights_lr": self.full_weights_lr,
                 # Dr. GRPO's constant normaliser is the sampler's completion budget.
@@ -198,6 +205,8 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         "eval_episodes": spec.eval_episodes,
     }
     grpo.update({k: v for k, v in overrides.items() if v is not None})
+    if spec.lora_target is not None:
+        lora["target"] = spec.lora_target
     if spec.full_weights is not None:
         full["modules"] = spec.full_weights
     if spec.full_weights_lr is not None:
@@ -226,6 +235,7 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         lora_r=lora["r"],
         lora_alpha=lora["alpha"],
         lora_target_modules=list(lora["target_modules"]),
+        lora_target=lora.get("target", "language"),
         full_weights=list(full["modules"]),
         full_weights_lr=full["lr"],
         sampling=sampling_for(defaults, profile),

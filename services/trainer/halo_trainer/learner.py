@@ -9,7 +9,8 @@ One ``Learner.update(batch)`` is one optimiser step:
    current log-probs with grad, the objective of ``halo_trainer.objective``, backward,
 3. clip the gradient (adapter and full weights together), AdamW step, learning-rate schedule step.
 
-The LoRA adapter covers the language model only (``halo_model.lora`` says why); ``save_adapter``
+The LoRA adapter covers the language model, and the vision connector or tower too as the config's
+``lora_target`` says (``halo_model.lora``); ``save_adapter``
 writes exactly what vLLM's ``/v1/load_lora_adapter`` reads. The config's ``full_weights`` name
 base-model modules (``halo_model.full_weights``: the vision merger, the last vision blocks, ...)
 that train in full in their own AdamW param group (``full_weights_lr``); ``save_base_weights``
@@ -185,7 +186,7 @@ class Learner:
         self.logprob_fn = functools.partial(logprob_fn, temperature=config.temperature)
         self._packs = logprob_fn is grouped_logprobs
         model.requires_grad_(False)
-        lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules)
+        lora = lora_config(config.lora_r, config.lora_alpha, config.lora_target_modules, config.lora_target)
         self.model: PeftModel = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})

@@ -129,6 +129,12 @@ def train(
     eval_every: int = typer.Option(None, help="Updates between held-out evaluations (0 = never)"),
     eval_episodes: int = typer.Option(None, help="Greedy episodes per evaluation"),
     seed: int = typer.Option(0),
+    lora_target: str = typer.Option(
+        None,
+        "--lora-target",
+        help="Where the LoRA adapter reaches: language, language+merger or language+tower "
+        "(the vision side needs the policy server started with HALO_POLICY_TOWER_LORA=true)",
+    ),
     full_weights: list[str] = typer.Option(
         None,
         "--full-weights",
@@ -177,6 +183,7 @@ def train(
         "eval_every": eval_every,
         "eval_episodes": eval_episodes,
         "seed": seed,
+        "lora_target": lora_target,
         "full_weights": [n.strip() for entry in full_weights or [] for n in entry.split(",") if n.strip()] or None,
         "full_weights_lr": full_weights_lr,
         "name": name,

@@ -27,6 +27,11 @@ class LossType(StrEnum):
 TrackerName = Literal["none", "tensorboard", "wandb", "trackio", "mlflow"]
 
 
+# Where a run's LoRA adapter reaches (halo_model.lora says which modules each one covers); the
+# vision side is applied only by a server started with tower LoRA (HALO_POLICY_TOWER_LORA).
+LoraTarget = Literal["language", "language+merger", "language+tower"]
+
+
 # Named sets of base-model modules a run trains in full beside the LoRA adapter (``full_weights``);
 # halo_model.full_weights says which parameters each one covers.
 FULL_WEIGHT_PRESETS = ("vision_merger", "vision_last_blocks", "vision", "all")
@@ -83,6 +88,8 @@ class RunSpec(Message):
     eval_episodes: Annotated[WireInt, Field(ge=0, le=10_000)] | None = None
     seed: Annotated[WireInt, Field(ge=0, le=2**31 - 1)] = 0
     report_to: Annotated[list[TrackerName], Field(max_length=5)] | None = None
+    # Where the LoRA adapter reaches: language, language+merger, language+tower (docs/trainer.md)
+    lora_target: LoraTarget | None = None
     # Base-model modules trained in full beside the LoRA adapter (presets or HF module names; [] = LoRA only)
     full_weights: Annotated[list[Annotated[str, Field(max_length=200)]], Field(max_length=64)] | None = None
     full_weights_lr: Annotated[WireFloat, Field(gt=0, le=1.0)] | None = None  # AdamW rate of those parameters

@@ -81,6 +81,15 @@ class PolicySettings(HaloSettings):
         "(/collective_rpc, /pause, /resume: admin routes, never publish the port); None = on for cpu, off for gpu",
     )
 
+    # Off by default: vLLM 0.32 marks tower/connector LoRA experimental, and with it on the image
+    # encodings are cached per adapter, so a new policy version re-encodes every screenshot.
+    tower_lora: bool | None = Field(
+        None,
+        description="Start vLLM with --enable-tower-connector-lora so adapters on the vision tower and "
+        "merger apply (a run's lora_target language+merger / language+tower needs it; without it vLLM drops "
+        "those keys); None = off",
+    )
+
     # --- client --------------------------------------------------------------------------------
     url: str | None = Field(None, description="Base URL the client calls; None = http://<host>:<port>")
     structured_outputs: StructuredMode | None = Field(

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from halo.schemas.runs import LossType
+from halo.schemas.runs import LoraTarget, LossType
 from halo.settings import HaloSettings
 
 
@@ -45,6 +45,11 @@ class LearnerConfig(BaseModel):
     lora_target_modules: tuple[str, ...] = Field(
         ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
         description="Linear layers given a LoRA adapter, matched only inside the language model",
+    )
+    lora_target: LoraTarget = Field(
+        "language",
+        description="Where the adapter reaches (halo_model.lora): the language model, + the vision merger "
+        "and deepstack mergers, + the vision tower's blocks; the vision side needs HALO_POLICY_TOWER_LORA",
     )
     full_weights: tuple[str, ...] = Field(
         (),
@@ -99,6 +104,7 @@ RUN_OWNED_LEARNER_FIELDS = frozenset(
         "lora_r",
         "lora_alpha",
         "lora_target_modules",
+        "lora_target",
         "full_weights",
         "full_weights_lr",
         "max_completion_tokens",
