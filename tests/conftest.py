@@ -1,4 +1,7 @@
-"""Fixtures shared by every test tier: the real Redis on this machine, free ports."""
+"""Fixtures shared by every test tier: the real Redis on this machine, free ports.
+
+Every process a test starts ends with the test runner, however the runner ends (tests/lifetime.py).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,13 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
+from tests import lifetime
+
 REDIS_URL = os.environ.get("HALO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    lifetime.install(config)
 
 
 def free_port() -> int:
@@ -52,7 +61,7 @@ async def aredis(redis_url: str):
 
 def start_service(module: str, env: dict[str, str], ready_url: str, timeout_s: float = 120) -> subprocess.Popen:
     """``python -m <module>`` with ``env`` added, once ``ready_url`` answers 200 (killed on timeout)."""
-    proc = subprocess.Popen([sys.executable, "-m", module], env={**os.environ, **env})
+    proc = lifetime.popen([sys.executable, "-m", module], env={**os.environ, **env})
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import lifetime
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,8 @@ class Stack:
         self.url = url
 
     def halo(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        return subprocess.run(
+        # Registered at once: an orphaned `halo stack up` would go on starting the stack.
+        return lifetime.run(
             [sys.executable, "-m", "halo.cli.main", *args],
             env=self.env,
             cwd=ROOT,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from halo.settings.policy import PolicySettings
+from tests import lifetime
 from tests.conftest import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ def start_policy_server(model_dir: Path | str, log_path: Path, **env_overrides: 
     )
     env.update(env_overrides)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
+        proc = lifetime.popen(
             [sys.executable, "-m", "halo_policy"],
             cwd=REPO_ROOT,
             env=env,

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import redis
 
+from tests import lifetime
 from tests.conftest import REDIS_URL, free_port
 
 
@@ -26,7 +27,7 @@ def start_reward_service(prefix: str, ready_path: str = "/ready", **env: str) ->
         "HALO_LOG_LEVEL": "WARNING",
         **env,
     }
-    proc = subprocess.Popen([sys.executable, "-m", "halo_reward"], env=environ)
+    proc = lifetime.popen([sys.executable, "-m", "halo_reward"], env=environ)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

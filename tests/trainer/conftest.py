@@ -20,6 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from tests import lifetime
 from tests.conftest import free_port
 
 
@@ -27,7 +28,7 @@ from tests.conftest import free_port
 def own_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     folder: Path = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
+    proc = lifetime.popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         cwd=folder,
         stdout=subprocess.DEVNULL,
