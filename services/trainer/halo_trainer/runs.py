@@ -317,6 +317,7 @@ class RunManager:
         from halo_trainer.loop import LoopStatus, RunLoop
         from halo_trainer.mcts.loop import MctsLoop
         from halo_trainer.plots import plot_run
+        from halo_trainer.tower_check import check_tower_lora
 
         async def report(now: LoopStatus) -> None:
             status.updates, status.policy_version = now.updates, now.version
@@ -336,6 +337,7 @@ class RunManager:
             await self.check_served_model()
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
             await self.check_served_prompt(cfg, processor)
+            await check_tower_lora(self.policy, learner, cfg, run_dir)  # a vision-side lora_target only
             config = cfg.model_dump(mode="json")
             trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
             # Each algorithm's loop is its own file; they share the run loop's streams and durability.
