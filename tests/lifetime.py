@@ -1,26 +1,34 @@
 """Every process a test session starts ends with the session's runner, however the runner ends.
 
-Two parts, both installed by ``install()`` (the root conftest calls it):
+Three parts, all set up by ``install()`` (the root conftest calls it):
 
 - SIGTERM runs the normal teardown. pytest tears fixtures down on KeyboardInterrupt but not on
   SIGTERM, whose default action ends the runner at once and orphans every service a fixture
   started. The first SIGTERM becomes KeyboardInterrupt; a second one ends the runner at once.
+- The runner is a child subreaper: an orphan of any of its descendants (the services ``halo stack
+  up`` starts in sessions of their own before it exits, Chromium's double-forked crash handler) is
+  reparented to the runner instead of init, so it stays in the runner's tree while the runner lives.
 - A watchdog process stops what teardown could not (a SIGKILLed runner, a teardown that hung, a
   fixture interrupted halfway). It runs in a session of its own, so a signal to the runner's
   process group (a terminal's Ctrl-C, ``timeout``) leaves it alive to clean up. It polls the
-  process table and remembers every process descended from the runner, with its process group,
-  including those orphaned on the way (``halo stack up`` starts services in sessions of their own
-  and exits; Playwright starts Chromium in a group of its own). When the runner is gone it sends
-  SIGTERM to all of them and SIGKILL to what is left after a grace period. A process is known by
-  pid and kernel start time, so a pid the kernel has since given to another program is never
-  signalled. PR_SET_PDEATHSIG was not enough on its own: it reaches only direct children, fires
-  when the forking *thread* ends, and cannot follow processes reparented to init.
+  process table and remembers every process in the runner's tree with its process group; once the
+  runner is gone it sends SIGTERM to all of them (and to whatever they started since) and SIGKILL
+  to what is left after a grace period. A process is known by pid and kernel start time, so a pid
+  the kernel has since given to another program is never signalled. PR_SET_PDEATHSIG was not
+  enough on its own: it reaches only direct children, fires when the forking *thread* ends, and
+  does not follow processes to their new parent.
 
-A process started and orphaned between two polls would escape the table; fixtures that start
-services ``register`` them (``popen``/``run`` do it), which the watchdog reads at once.
+What escapes: a process that was started and lost its parent within one poll (0.25 s; longer
+when the machine is starved) just before the runner died. Fixtures that start services
+``register`` them (``popen``/``run`` do it), which the watchdog reads at once, so the services
+themselves and everything they start later are always known.
 
-The runner of ``halo stack up`` from a shell is not a test runner: a user's stack outlives the
-command that started it. Only test sessions install this.
+The runner reaps the orphans it adopts once they exit (init used to), as far as the watchdog saw
+them move to it from another parent; one orphaned within a poll of its birth stays a zombie until
+the session ends.
+
+``halo stack up`` run from a shell is unaffected: a user's stack outlives the command that
+started it. Only test sessions install this.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from typing import NamedTuple
 
 PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.25
+READY_TIMEOUT_S = 60.0
 GRACE_S = 5.0  # SIGTERM first: vLLM and Chromium clean up shared memory and profiles on it
 GIVE_UP_S = 20.0
 
@@ -60,7 +69,13 @@ def install(config=None) -> None:
     # real stderr, after the runner is gone.
     capman = config.pluginmanager.getplugin("capturemanager") if config is not None else None
     with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
-        _watchdog = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+        _watchdog = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+    # A test must not start a stack before the watchdog has seen the tree once: a watchdog still
+    # starting (seconds on a loaded machine) when the runner is killed would know nothing to stop.
+    first = _read_line(_watchdog.stdout.fileno(), READY_TIMEOUT_S)
+    if not first.startswith(b"watching"):
+        sys.stderr.write(f"the test session watchdog did not start in {READY_TIMEOUT_S:.0f} s\n")
+    threading.Thread(target=_reap_adopted, args=(_watchdog.stdout,), name="reap-adopted", daemon=True).start()
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _first_sigterm)
 
@@ -73,6 +88,36 @@ def _first_sigterm(signum: int, frame: object) -> None:
 def _second_sigterm(signum: int, frame: object) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _read_line(fd: int, timeout_s: float) -> bytes:
+    line, deadline = b"", time.monotonic() + timeout_s
+    while not line.endswith(b"\n") and select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        chunk = os.read(fd, 1)
+        if not chunk:
+            break
+        line += chunk
+    return line
+
+
+def _reap_adopted(pipe) -> None:
+    """Reap the orphans the runner adopted (as subreaper) once they exit: init used to, and a zombie
+    still looks alive to ``kill(pid, 0)``. Only pids the watchdog saw move to the runner from another
+    parent: reaping a child the runner started itself would take its exit status from its Popen."""
+    fd, pending, buf = pipe.fileno(), set(), b""
+    while True:
+        if select.select([fd], [], [], 1.0)[0]:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return
+            *lines, buf = (buf + chunk).split(b"\n")
+            pending.update(int(line) for line in lines if line.isdigit())
+        for pid in list(pending):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    pending.discard(pid)
+            except ChildProcessError:
+                pending.discard(pid)
 
 
 def watchdog_pid() -> int | None:
@@ -156,6 +201,8 @@ class Watch:
         # Never whole groups these are in: the runner's is usually its shell's or make's too.
         self.spared_groups = {os.getpgrp(), _pgid(runner)}
         self.known: dict[int, int] = {}  # pid -> start id
+        self.born_to: dict[int, int] = {}  # pid -> its parent when first seen
+        self.adopted: set[int] = set()
         self.groups: set[int] = set()
 
     def runner_alive(self, procs: dict[int, Proc]) -> bool:
@@ -167,6 +214,8 @@ class Watch:
             if pid in procs and not procs[pid].zombie:
                 self.known.setdefault(pid, procs[pid].start)
         self.known = {pid: s for pid, s in self.known.items() if pid in procs and procs[pid].start == s}
+        self.born_to = {pid: p for pid, p in self.born_to.items() if pid in self.known}
+        self.adopted &= set(self.known)
         children: dict[int, list[int]] = {}
         for pid, entry in procs.items():
             if not entry.zombie and pid != self.me:
@@ -180,10 +229,20 @@ class Watch:
             if pid != self.runner and pid not in self.known:
                 self.known[pid] = procs[pid].start
             todo.extend(c for c in children.get(pid, ()) if c not in self.known)
+        for pid in self.known:
+            self.born_to.setdefault(pid, procs[pid].ppid)
         live_groups = {procs[pid].pgid for pid in self.known}
         self.groups = {g for g in self.groups if any(e.pgid == g for e in procs.values())} | (
             live_groups - self.spared_groups
         )
+
+    def tell_adopted(self, procs: dict[int, Proc]) -> None:
+        new = [p for p in self.known if procs[p].ppid == self.runner != self.born_to[p] and p not in self.adopted]
+        if new:
+            # Never block on a runner that does not read: a lost line only leaves a zombie.
+            with contextlib.suppress(OSError):
+                os.write(1, "".join(f"{pid}\n" for pid in new).encode())
+            self.adopted.update(new)
 
     def stop_all(self) -> int:
         """SIGTERM everything known, SIGKILL what is left after the grace period; how many there were."""
@@ -205,7 +264,7 @@ class Watch:
         return len(termed)
 
     def run(self) -> None:
-        stdin_open, pending = True, b""
+        stdin_open, pending, announced = True, b"", False
         while True:
             fresh: list[int] = []
             if stdin_open:
@@ -221,6 +280,10 @@ class Watch:
             self.learn(procs, fresh)
             if not self.runner_alive(procs):
                 break
+            if not announced:
+                os.write(1, b"watching\n")
+                announced = True
+            self.tell_adopted(procs)
         stopped = self.stop_all()
         if stopped:
             sys.stderr.write(
@@ -238,5 +301,6 @@ def _pgid(pid: int) -> int:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.set_blocking(1, False)
     runner, runner_start = int(sys.argv[1]), int(sys.argv[2])
     Watch(runner, runner_start).run()

@@ -25,6 +25,7 @@ from tests import lifetime
 
 ROOT = Path(__file__).resolve().parents[2]
 GONE_WITHIN_S = 15.0
+PR_GET_CHILD_SUBREAPER = 37
 
 SERVICE = r"""
 import http.server, json, os, subprocess, sys
@@ -42,6 +43,14 @@ server.serve_forever()
 LAUNCHER = r"""
 import subprocess, sys
 subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
+"""
+
+WAITING_LAUNCHER = r"""
+import os, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], start_new_session=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+time.sleep(1)
 """
 
 INNER_CONFTEST = """
@@ -160,3 +169,32 @@ def test_stack_ends_with_its_runner(tmp_path: Path, sig: signal.Signals) -> None
         if runner.poll() is None:
             runner.kill()
             runner.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watchdog reads Linux's /proc")
+def test_this_session_is_watched() -> None:
+    """The root conftest installed the watchdog, and this runner adopts its descendants' orphans."""
+    import ctypes
+
+    watchdog = lifetime.watchdog_pid()
+    assert watchdog is not None and lifetime.start_id(watchdog) is not None
+    flag = ctypes.c_int()
+    assert ctypes.CDLL(None).prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watchdog reads Linux's /proc")
+def test_adopted_orphans_are_reaped(tmp_path: Path) -> None:
+    """An orphan (a service whose launcher exited after waiting for it to be ready, as ``halo stack
+    up`` does) is adopted by the runner and, once it exits, reaped: no zombie is left looking alive
+    to ``kill(pid, 0)``."""
+    out = tmp_path / "orphan.json"
+    lifetime.run([sys.executable, "-c", WAITING_LAUNCHER, SERVICE, str(out)], timeout=60)
+    service, worker, detached = json.loads(out.read_text())
+    assert lifetime.table()[service].ppid == os.getpid()
+    for pid in (service, worker, detached):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{service}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{service}").exists(), "the adopted orphan was left a zombie"
