@@ -15,8 +15,13 @@ What is counted, from the model's config and the run's settings (GiB = 2**30 byt
   ``bench/bench_memory_8b_layer.py`` -> ``bench/results/memory_8b_layer.json``, the coefficients
   below). Under gradient checkpointing a layer keeps only its input, and the backward recomputes one
   layer at a time: that layer's full activations are counted once more. Tokens of one micro-batch:
-  each row is its prompt and its completion, whether or not rows share a prompt (the per-row
-  layout: an upper bound of the grouped one, which scores a shared prompt once);
+  the learner's grouped path (``halo_model.grouped``) packs the rows that share a prompt into one
+  sequence, the prompt once and each completion after it, so a micro-batch holds
+  ``prompts x prompt + rows x completion`` tokens. Rows share a prompt in groups of ``group_size``:
+  a step group's N candidates (one state), a DPO pair's chosen and rejected actions (one state;
+  pairs of one micro-batch are planned at distinct states, the worst case), 1 for episode groups
+  (each row its own state). The packed attention mask ([prompts, L, L], L the packed length) is
+  counted too;
 * **logits**: on the completion positions only (``completion_logprobs``): the float32
   log-softmax kept for the backward (measured), the ``lm_head`` output the entropy metric reads,
   and two float32 copies alive during the backward or the entropy (estimated);
@@ -310,9 +315,17 @@ class Workload:
     kl_coef: float = 0.0
     grammar: bool = False  # structured outputs (regex): allowed-token masks travel with the batch
     dpo: bool = False  # MCTS: a micro-batch holds each pair's chosen and rejected rows
+    # Rows that share one prompt, which the grouped path scores once (module docstring): a step
+    # group's N; DPO's pair (2); 1 = every row its own prompt (episode groups, the per-row path).
+    group_size: int = 8
 
     def rows(self) -> int:
         return self.micro_batch_size * (2 if self.dpo else 1)
+
+    def prompts(self) -> int:
+        """Distinct prompts in one micro-batch (the learner keeps a group's rows together)."""
+        share = 2 if self.dpo else max(1, self.group_size)
+        return -(-self.rows() // min(share, self.rows()))
 
 
 @dataclass(frozen=True)
@@ -397,8 +410,8 @@ class MemoryPlan:
         lines = [
             f"memory plan: Qwen3-VL {self.dims.params() / 1e9:.2f} B params, learner {w.dtype}, gradient "
             f"checkpointing {'on' if w.gradient_checkpointing else 'off'}, micro-batch {w.micro_batch_size}"
-            f"{' DPO pairs' if w.dpo else ''}, {self.prompt_tokens()} prompt + {w.completion_tokens} completion "
-            f"tokens a row, LoRA r={w.lora_r}, full weights {list(w.full_weights) or 'none'}, kl_coef {w.kl_coef}",
+            f"{' DPO pairs' if w.dpo else ''} ({w.prompts()} prompts, packed), {self.prompt_tokens()} prompt + "
+            f"{w.completion_tokens} completion tokens a row, LoRA r={w.lora_r}, full weights {list(w.full_weights) or 'none'}, kl_coef {w.kl_coef}",
         ]
         lines += [f"  {name:<34} {gib:7.2f} GiB  {note}" for name, gib, note in self.items]
         lines.append(f"  {'learner peak':<34} {self.peak_gib:7.2f} GiB")
@@ -463,10 +476,11 @@ def _coefficient(table: dict[tuple[str, bool], int], dtype: str, checkpointing: 
 def _breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, str]], float]:
     """(the gradient pass's items, the KL reference pass's peak), GiB."""
     b = DTYPE_BYTES[work.dtype]
-    rows, ckpt = work.rows(), work.gradient_checkpointing
+    rows, prompts, ckpt = work.rows(), work.prompts(), work.gradient_checkpointing
     prompt = prompt_tokens(dims, work)
-    tokens = rows * (prompt + work.completion_tokens)
-    patches = rows * image_patches(
+    tokens = prompts * prompt + rows * work.completion_tokens
+    packed_length = prompt + -(-rows // prompts) * work.completion_tokens
+    patches = prompts * image_patches(
         *work.viewport,
         max_pixels=work.max_pixels,
         min_pixels=work.min_pixels,
@@ -491,13 +505,19 @@ def _breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, 
         items.append(
             ("full weights: reference, grads, AdamW", full * 4 * b / GIB, f"{full / 1e6:.0f} M params x 4 copies")
         )
-    note = f"{rows} rows x {prompt + work.completion_tokens} tokens x {dims.num_hidden_layers} layers"
+    note = (
+        f"{prompts} prompts x {prompt} + {rows} completions x {work.completion_tokens} tokens"
+        f" x {dims.num_hidden_layers} layers"
+    )
     items.append(("decoder activations", tokens * dims.num_hidden_layers * per_layer / GIB, note))
     if ckpt:
         items.append(("one layer recomputed (backward)", tokens * one_layer / GIB, "gradient checkpointing"))
     # Embeddings' output, the final norm's float32 copy and the hidden-state gradient of the backward.
     items.append(("embeddings, final norm, grads", tokens * dims.hidden_size * (3 * b + 4) / GIB, "per token"))
-    vision_out = rows * (prompt - work.prompt_text_tokens) * dims.hidden_size * b * (1 + dims.deepstack_layers)
+    # The packed sequence's attention mask (the grouped path's custom mask), float32 at the most.
+    mask = prompts * packed_length**2 * 4
+    items.append(("packed attention mask", mask / GIB, f"{prompts} x {packed_length}^2"))
+    vision_out = prompts * (prompt - work.prompt_text_tokens) * dims.hidden_size * b * (1 + dims.deepstack_layers)
     items.append(("vision outputs (image + DeepStack)", vision_out / GIB, "the frozen tower keeps nothing else"))
     if vision_blocks:
         vscale = vision_scale
@@ -519,7 +539,7 @@ def _breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, 
     if work.kl_coef > 0:
         persistent = sum(g for name, g, _ in items if name in ("weights", "LoRA + grads + AdamW", "CUDA context"))
         persistent += sum(g for name, g, _ in items if name.startswith("full weights"))
-        transient = tokens * one_layer + completion * dims.vocab_size * (b + 8) + vision_out + pixel_bytes
+        transient = tokens * one_layer + completion * dims.vocab_size * (b + 8) + vision_out + pixel_bytes + mask
         reference = persistent + transient / GIB + items[-1][1]
     return items, reference
 
@@ -638,6 +658,7 @@ def workload_for(run: Any, learner: Any, dtype: str, processor: Any = None) -> W
         kl_coef=learner.kl_coef,
         grammar=run.sampling.structured_outputs == "regex",
         dpo=str(getattr(run.algorithm, "value", run.algorithm)) == "mcts",
+        group_size=run.num_generations if str(getattr(run.group_mode, "value", run.group_mode)) == "step" else 1,
     )
 
 
