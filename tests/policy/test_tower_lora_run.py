@@ -66,7 +66,7 @@ def _client(settings: PolicySettings) -> PolicyClient:
 
 
 def test_the_probe_refuses_a_server_without_tower_lora(learner, tiny_model_dir, tmp_path) -> None:
-    from halo_trainer.runs import PromptCheckFailed
+    from halo_trainer.prompt_check import PromptCheckFailed
     from halo_trainer.tower_check import TowerLoraIgnored, check_tower_lora
 
     class Run:  # the two RunConfig fields the check reads

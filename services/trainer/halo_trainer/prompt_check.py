@@ -21,6 +21,11 @@ from halo_model.inputs import prompt_inputs
 PROBE_GOAL = "Check that the learner sees the prompt vLLM sees."
 
 
+class PromptCheckFailed(RuntimeError):
+    """The served policy is not the one the learner would train (another prompt, vision keys
+    dropped): a settings problem, so the run fails with this message and no stack trace."""
+
+
 def blank_screenshot(width: int, height: int) -> bytes:
     """A white PNG of the viewport's size: as many image tokens as a real screenshot of that size."""
     from PIL import Image

@@ -32,6 +32,7 @@ from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
 from halo_trainer.mcts.search import check_critic
+from halo_trainer.prompt_check import PromptCheckFailed
 from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.trackers import Trackers
 from halo_trainer.trackers import missing as missing_trackers
@@ -45,10 +46,6 @@ EVENTS_KEPT = 500
 
 class ModelMismatch(RuntimeError):
     """The model the learner would load is not the one the policy server serves."""
-
-
-class PromptCheckFailed(RuntimeError):
-    """The learner's processor rebuilds another prompt than the one vLLM tokenises."""
 
 
 class MemoryPlanRefused(RuntimeError):

@@ -22,8 +22,7 @@ from typing import Any
 from halo.policy_client import PolicyClient
 from halo.schemas.rollout import SamplingParams
 from halo_model.lora import reaches_vision
-from halo_trainer.prompt_check import blank_screenshot
-from halo_trainer.runs import PromptCheckFailed
+from halo_trainer.prompt_check import PromptCheckFailed, blank_screenshot
 
 logger = logging.getLogger("halo.trainer.tower_check")
 
