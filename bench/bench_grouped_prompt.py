@@ -20,6 +20,19 @@ one process so that their ratio is not skewed by load that changes between them:
 
     .venv/bin/python bench/bench_grouped_prompt.py [--updates 5] [--group 8] [--threads 1]
 
+``--dpo`` measures a DPO step instead (issue 29): the group's K = 8 distinct actions at the one
+state, and the preference pairs MCTS builds among them (``Tree.preference_pairs``: every two
+explored children whose Q differ, the higher chosen; all K(K-1)/2 = 28 when the Q are distinct,
+each action in K - 1 = 7 pairs), rows built as ``mcts.pairs.pair_batches`` builds them (one row
+per pair side), the reference log-probs computed once, and one ``Learner.dpo_update`` (beta 0.1,
+micro-batches of 8 pairs, the trainer's default) per path, timed alternately; plus the reference
+scoring of the pairs' rows, the rows and tokens through the decoder, and the two paths' agreement
+(every step's loss, and the weights after all of them, with ``adam_eps`` 1e-3 as the tests use so
+that AdamW does not magnify float noise in near-zero gradients). It adds a ``dpo`` key to the
+JSON file, leaving the others as they are:
+
+    .venv/bin/python bench/bench_grouped_prompt.py --dpo [--updates 3]
+
 Writes bench/results/grouped_prompt.json and prints a summary.
 """
 
@@ -35,6 +48,7 @@ import subprocess
 import sys
 import time
 from dataclasses import fields
+from itertools import combinations
 from pathlib import Path
 
 import torch
@@ -47,7 +61,7 @@ from bench_learner import cpu_seconds, group_samples  # noqa: E402
 
 from halo.settings.trainer import LearnerConfig  # noqa: E402
 from halo_model.grouped import grouped_logprobs, pack  # noqa: E402
-from halo_model.inputs import build_batch  # noqa: E402
+from halo_model.inputs import build_batch, select_rows  # noqa: E402
 from halo_model.loading import load_model, load_processor  # noqa: E402
 from halo_model.logprobs import completion_logprobs  # noqa: E402
 from halo_model.tiny import build_tiny_model  # noqa: E402
@@ -155,11 +169,15 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=5, help="timed updates per path (after one warm-up)")
     parser.add_argument("--group", type=int, default=8, help="completions sharing the prompt")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--dpo", action="store_true", help="a DPO step on the pairs among the group's actions")
     parser.add_argument("--child", choices=list(PATHS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.child:
         child(args.child, args.group)
+        return
+    if args.dpo:
+        dpo_main(args)
         return
 
     model_dir, batch, config = setup(args.group)
@@ -239,6 +257,158 @@ def report(results: dict, out: Path) -> None:
         f"{a['lora_grad_max_rel_diff']:.1e} max relative"
     )
     print(f"  load average {results['load_average']}; written to {out.relative_to(ROOT)}")
+
+
+DPO_BETA = 0.1
+
+
+def dpo_setup(group: int) -> tuple[Path, list[tuple[int, int]], LearnerBatch, LearnerBatch, LearnerConfig]:
+    """K = ``group`` distinct actions at one state, ranked by Q (action 0 the best): every two of
+    them a pair, in ``Tree.preference_pairs``'s order; each pair's chosen and rejected rows built
+    from their records as ``mcts.pairs.pair_batches`` builds them."""
+    model_dir = build_tiny_model()
+    processor = load_processor(model_dir)
+    records = group_samples(processor.tokenizer, group)
+    pairs = list(combinations(range(group), 2))
+
+    def side(index: int) -> LearnerBatch:
+        inputs = build_batch(processor, [records[p[index]] for p in pairs])
+        return LearnerBatch(inputs=inputs, advantages=torch.zeros(len(pairs)))
+
+    chosen, rejected = side(0), side(1)
+    max_completion = int(torch.cat([chosen.inputs.completion_mask, rejected.inputs.completion_mask]).sum(-1).max())
+    config = LearnerConfig(
+        learning_rate=1e-4,
+        lora_r=8,
+        lora_alpha=16,
+        micro_batch_size=LearnerConfig().micro_batch_size,  # pairs per micro-batch, the trainer's default
+        max_completion_tokens=max(64, max_completion),
+        adam_eps=1e-3,
+    )
+    return model_dir, pairs, chosen, rejected, config
+
+
+def dpo_traffic(learner: Learner, chosen: LearnerBatch, rejected: LearnerBatch) -> dict:
+    """Per path: completion rows and tokens (padded) through the decoder in one ``dpo_update``, and
+    the input bytes moved to the device, micro-batch by micro-batch as the learner forms them."""
+    merge = learner._merge
+    out = {path: {"completion_rows": 0, "decoder_rows": 0, "decoder_tokens": 0, "input_bytes": 0} for path in PATHS}
+    micro_batches = learner._micro_batches(chosen.inputs, range(len(chosen)))
+    for rows in micro_batches:
+        won, lost = select_rows(chosen.inputs, rows, merge), select_rows(rejected.inputs, rows, merge)
+        for side in (won, lost):
+            out["per_row"]["completion_rows"] += side.input_ids.shape[0]
+            out["per_row"]["decoder_rows"] += side.input_ids.shape[0]
+            out["per_row"]["decoder_tokens"] += side.input_ids.numel()
+            out["per_row"]["input_bytes"] += nbytes(side)
+        packed = pack(won, lost, spatial_merge_size=merge)
+        out["grouped"]["completion_rows"] += int(packed.segments.max(-1).values.sum())  # distinct completions
+        out["grouped"]["decoder_rows"] += packed.input_ids.shape[0]
+        out["grouped"]["decoder_tokens"] += packed.input_ids.numel()
+        out["grouped"]["input_bytes"] += nbytes(packed)
+    out["micro_batches"] = [len(rows) for rows in micro_batches]
+    return out
+
+
+def dpo_main(args: argparse.Namespace) -> None:
+    model_dir, pairs, chosen, rejected, config = dpo_setup(args.group)
+    learners = {path: learner(model_dir, config, path) for path in PATHS}  # the same initial adapter
+    # The reference is fixed before the step, as the MCTS loop computes it: once, on the default path.
+    ref_chosen = learners["grouped"].logprobs(chosen, adapter=False)
+    ref_rejected = learners["grouped"].logprobs(rejected, adapter=False)
+    ref_per_row = torch.cat(
+        [learners["per_row"].logprobs(chosen, adapter=False), learners["per_row"].logprobs(rejected, adapter=False)]
+    )
+    dpo: dict[str, object] = {
+        "actions": args.group,
+        "pairs": len(pairs),
+        "pairs_per_action": 2 * len(pairs) // args.group,
+        "beta": DPO_BETA,
+        "micro_batch_size": config.micro_batch_size,
+        "adam_eps": config.adam_eps,
+        "prompt_tokens": chosen.inputs.prompt_lengths[0],
+        # action 0 is the chosen side of pair (0, 1); action k >= 1 the rejected side of pair (0, k)
+        "distinct_completion_tokens": int(chosen.inputs.completion_mask[0].sum())
+        + sum(int(rejected.inputs.completion_mask[pairs.index((0, k))].sum()) for k in range(1, args.group)),
+        "traffic": dpo_traffic(learners["grouped"], chosen, rejected),
+        "reference_max_abs_diff": float((torch.cat([ref_chosen, ref_rejected]) - ref_per_row).abs().max()),
+    }
+
+    def step(one: Learner) -> dict[str, float]:
+        return one.dpo_update(chosen, rejected, ref_chosen, ref_rejected, beta=DPO_BETA)
+
+    def score(one: Learner) -> None:
+        one.logprobs(chosen, adapter=False)
+        one.logprobs(rejected, adapter=False)
+
+    losses: dict[str, list[float]] = {path: [step(one)["dpo/loss"]] for path, one in learners.items()}  # warm-up
+    samples = {f"{path}_{kind}": {"wall": [], "cpu": []} for path in PATHS for kind in ("update", "reference")}
+    for _ in range(args.updates):
+        for path, one in learners.items():
+            metrics: dict[str, float] = {}
+            wall, cpu = timed(lambda one=one, metrics=metrics: metrics.update(step(one)))
+            losses[path].append(metrics["dpo/loss"])
+            samples[f"{path}_update"]["wall"].append(wall)
+            samples[f"{path}_update"]["cpu"].append(cpu)
+            wall, cpu = timed(lambda one=one: score(one))
+            samples[f"{path}_reference"]["wall"].append(wall)
+            samples[f"{path}_reference"]["cpu"].append(cpu)
+    for key, s in samples.items():
+        dpo[key] = {"s_median": statistics.median(s["wall"]), "cpu_s_median": statistics.median(s["cpu"])}
+    for kind in ("update", "reference"):
+        per_row, grouped = dpo[f"per_row_{kind}"], dpo[f"grouped_{kind}"]
+        dpo[f"{kind}_ratio_grouped_over_per_row"] = {
+            "wall": grouped["s_median"] / per_row["s_median"],
+            "cpu": grouped["cpu_s_median"] / per_row["cpu_s_median"],
+        }
+    state_r, state_g = learners["per_row"].trainable_state(), learners["grouped"].trainable_state()
+    initial = learner(model_dir, config, "grouped").trainable_state()
+    dpo["agreement"] = {
+        "steps": len(losses["grouped"]),
+        "losses": losses,
+        "loss_max_rel_diff": max(
+            abs(g - r) / abs(r) for g, r in zip(losses["grouped"], losses["per_row"], strict=True)
+        ),
+        "weights_max_abs_diff": max(float((state_g[n] - state_r[n]).abs().max()) for n in state_r),
+        "weights_max_abs_change": max(float((state_g[n] - initial[n]).abs().max()) for n in state_g),
+    }
+    dpo["load_average"] = os.getloadavg()
+
+    out = ROOT / "bench" / "results" / "grouped_prompt.json"
+    results = json.loads(out.read_text()) if out.exists() else {}
+    results["dpo"] = dpo
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    dpo_report(dpo, out)
+
+
+def dpo_report(dpo: dict, out: Path) -> None:
+    t = dpo["traffic"]
+    print(
+        f"tiny Qwen3-VL, DPO on {dpo['pairs']} pairs among {dpo['actions']} actions at one prompt of "
+        f"{dpo['prompt_tokens']} tokens, micro-batches of {dpo['micro_batch_size']} pairs {t['micro_batches']}"
+    )
+    for kind, label in (("update", "dpo_update"), ("reference", "reference scoring of both sides")):
+        r, g = dpo[f"per_row_{kind}"], dpo[f"grouped_{kind}"]
+        ratio = dpo[f"{kind}_ratio_grouped_over_per_row"]
+        print(
+            f"  {label}: per row {r['cpu_s_median']:.2f} s CPU ({r['s_median']:.2f} wall), grouped "
+            f"{g['cpu_s_median']:.2f} s CPU ({g['s_median']:.2f} wall): {ratio['cpu']:.2f}x CPU, "
+            f"{ratio['wall']:.2f}x wall"
+        )
+    r, g = t["per_row"], t["grouped"]
+    print(
+        f"  per step: completion rows {r['completion_rows']} -> {g['completion_rows']}, decoder rows "
+        f"{r['decoder_rows']} -> {g['decoder_rows']}, decoder tokens {r['decoder_tokens']} -> {g['decoder_tokens']}, "
+        f"inputs to the device {r['input_bytes'] / 2**20:.1f} -> {g['input_bytes'] / 2**20:.1f} MiB"
+    )
+    a = dpo["agreement"]
+    print(
+        f"  agreement over {a['steps']} steps: loss {a['loss_max_rel_diff']:.1e} max relative, weights "
+        f"{a['weights_max_abs_diff']:.1e} max abs (they moved up to {a['weights_max_abs_change']:.1e}); "
+        f"reference log-probs {dpo['reference_max_abs_diff']:.1e}"
+    )
+    print(f"  load average {dpo['load_average']}; written to {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
