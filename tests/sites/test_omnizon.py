@@ -11,6 +11,7 @@ import json
 from functools import partial
 
 import pytest
+from playwright.async_api import expect
 
 from halo_sites.tasks import get_task
 from tests.sites.conftest import click as _click
@@ -218,10 +219,12 @@ async def test_filters_and_sorting_of_search_results(browser, sites_url: str) ->
     await _click(page, "dept-books")
     await _click(page, "sort")
     await _click(page, "sort-price-asc")
-    titles = await page.locator(".card-title").all_inner_texts()
-    assert len(titles) == 10 and titles[0] == "Dragons of the North Wind (Paperback)"
+    # The list re-renders after each click: wait for it (a bare read raced it once on a loaded machine).
+    cards = page.locator(".card-title")
+    await expect(cards).to_have_count(10)
+    await expect(cards.first).to_have_text("Dragons of the North Wind (Paperback)")
     await _click(page, "filter-price-25-50")
-    assert await page.locator(".card-title").all_inner_texts() == ["Learning Python the Practical Way, 3rd Edition"]
+    await expect(cards).to_have_text(["Learning Python the Practical Way, 3rd Edition"])
     await _type(page, "search", "no such thing")
     await page.keyboard.press("Enter")
     assert await page.locator(".no-results").count() == 1
