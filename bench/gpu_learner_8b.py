@@ -60,28 +60,34 @@ from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
 from halo_trainer import memory_plan  # noqa: E402
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve  # noqa: E402
 
-# Qwen3-VL-8B-Instruct's config.json and preprocessor_config.json (at these pixel limits a
-# 1280x720 screenshot keeps its full resolution); `tiny` is the project's tiny model, so the script
-# itself is checked on machines without a GPU.
+# Qwen3-VL-8B-Instruct's sizes are declared once, in the memory plan (its config.json and
+# preprocessor_config.json: at these pixel limits a 1280x720 screenshot keeps its full resolution);
+# `tiny` is the project's tiny model, so the script itself is checked on machines without a GPU.
+_8B = memory_plan.QWEN3_VL_8B
 DIMS: dict[str, TinyModelParams] = {
     "8b": TinyModelParams(
-        vocab_size=151936,
-        hidden_size=4096,
-        intermediate_size=12288,
-        num_hidden_layers=36,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        head_dim=128,
+        **{
+            name: getattr(_8B, name)
+            for name in (
+                "vocab_size",
+                "hidden_size",
+                "intermediate_size",
+                "num_hidden_layers",
+                "num_attention_heads",
+                "num_key_value_heads",
+                "head_dim",
+                "vision_depth",
+                "vision_hidden_size",
+                "vision_heads",
+                "vision_intermediate_size",
+                "num_position_embeddings",
+            )
+        },
         mrope_section=(24, 20, 20),
         max_position_embeddings=262144,
-        vision_depth=27,
-        vision_hidden_size=1152,
-        vision_heads=16,
-        vision_intermediate_size=4304,
         deepstack_visual_indexes=(8, 16, 24),
-        num_position_embeddings=2304,
-        max_pixels=16777216,
-        min_pixels=65536,
+        max_pixels=memory_plan.QWEN3_VL_8B_MAX_PIXELS,
+        min_pixels=memory_plan.QWEN3_VL_8B_MIN_PIXELS,
         initializer_range=0.02,
     ),
     "tiny": TinyModelParams(),

@@ -263,7 +263,7 @@ class ModelDims:
         return 2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * DTYPE_BYTES[dtype]
 
 
-# Qwen3-VL-8B-Instruct's config.json (bench/gpu_learner_8b.py builds a random model of these sizes).
+# Qwen3-VL-8B-Instruct's config.json: the one declaration (bench/gpu_learner_8b.py builds a random model of these sizes).
 QWEN3_VL_8B = ModelDims(
     vocab_size=151936,
     hidden_size=4096,
