@@ -6,7 +6,7 @@ least 2x a synchronous mode of the same loop, both measured in one bench.
 
 Starts a private stack (clone server, env, reward, vLLM on the CPU and its own redis-server; the
 trainer service is not started) on its own ports and data folder, then runs the trainer's own
-``RunLoop`` and rollout workers (``halo_trainer.worker.work``, as many as the trainer runs) in this
+``GrpoLoop`` and rollout workers (``halo_trainer.worker.work``, as many as the trainer runs) in this
 process, as the trainer service does, once per mode:
 
 - synchronous: ``prefetch_updates = 0``, the workers wait while the learner updates, publishes the
@@ -18,7 +18,7 @@ groups, 4 jobs per update, eval every 3 updates on 4 held-out seeds, docs/result
 command); a fresh run (run id, learner from the base weights) each. A short warm-up run first
 pays the stack's first-use costs (vLLM's first requests, Chromium's first contexts) for neither
 mode. Env steps are the training candidates executed (one env ``/step`` each; evaluation episodes
-are not counted); the wall time is the whole ``RunLoop.run``, baseline and later evaluations
+are not counted); the wall time is the whole ``GrpoLoop.run``, baseline and later evaluations
 included, as in a real run.
 
     .venv/bin/python bench/bench_loop.py [--episodes 16] [--warmup-episodes 4] [--base-port 9200] [--redis-port 9279]
@@ -86,25 +86,9 @@ async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor
     from halo.screenshots import ScreenshotStore
     from halo.settings.trainer import TrainerSettings
     from halo_trainer.config import load_defaults, resolve
+    from halo_trainer.grpo.loop import GrpoLoop
     from halo_trainer.learner import Learner
-    from halo_trainer.loop import RunLoop
     from halo_trainer.worker import make_services, work
-
-    class CountingLoop(RunLoop):
-        """The run loop, counting the training env steps it learns from and when each update ends."""
-
-        env_steps = 0
-        update_ends: list[float] = []
-
-        async def _update(self, results):
-            self.env_steps += sum(
-                1 for d in results for t in d.message.transitions if t.action is not None and not t.infra_error
-            )
-            return await super()._update(results)
-
-        async def _close_update(self, metrics):
-            await super()._close_update(metrics)
-            self.update_ends.append(time.monotonic())
 
     settings = TrainerSettings()
     run_id = f"bench-loop-{mode}-{secrets.token_hex(3)}"
@@ -113,7 +97,7 @@ async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor
     cfg = cfg.model_copy(update={"prefetch_updates": prefetch})
     redis = aioredis.from_url(settings.redis_url)
     services = make_services(settings, redis)
-    loop = CountingLoop(
+    loop = GrpoLoop(
         cfg,
         redis=redis,
         policy=services.policy,
@@ -123,7 +107,19 @@ async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor
         run_dir=settings.runs_dir / run_id,
         settings=settings,
     )
-    loop.update_ends = []
+    # Count the training env steps each update learns from, and when each update ends.
+    env_steps, update_ends = [0], []
+    learn_from, close_update = loop._learn_from, loop.parts.close_update
+
+    async def counted_learn_from(messages):
+        env_steps[0] += sum(1 for r in messages for t in r.transitions if t.action is not None and not t.infra_error)
+        return await learn_from(messages)
+
+    async def timed_close_update(metrics):
+        await close_update(metrics)
+        update_ends.append(time.monotonic())
+
+    loop._learn_from, loop.parts.close_update = counted_learn_from, timed_close_update
     stop_workers = asyncio.Event()
     workers = [
         asyncio.create_task(work(f"bench-worker-{i}", redis, services, settings, stop_workers))
@@ -143,8 +139,8 @@ async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor
         await redis.aclose()
     metrics = [json.loads(x) for x in (settings.runs_dir / run_id / "metrics.jsonl").read_text().splitlines()]
     evals = [json.loads(x) for x in (settings.runs_dir / run_id / "eval.jsonl").read_text().splitlines()]
-    first_update = loop.update_ends[0] - started if loop.update_ends else float("nan")
-    steady = loop.update_ends[-1] - loop.update_ends[0] if len(loop.update_ends) > 1 else float("nan")
+    first_update = update_ends[0] - started if update_ends else float("nan")
+    steady = update_ends[-1] - update_ends[0] if len(update_ends) > 1 else float("nan")
     return {
         "run_id": run_id,
         "outcome": outcome,
@@ -152,17 +148,15 @@ async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor
         "rollout_workers": settings.rollout_workers,
         "updates": loop.c.updates,
         "episodes": loop.c.episodes_done,
-        "env_steps": loop.env_steps,
+        "env_steps": env_steps[0],
         "jobs_published": loop.c.jobs_published,
         "infra_failed_jobs": loop.c.infra_failed_jobs,
         "wall_s": round(wall, 1),
-        "env_steps_per_s": round(loop.env_steps / wall, 3),
+        "env_steps_per_s": round(env_steps[0] / wall, 3),
         "episodes_per_s": round(loop.c.episodes_done / wall, 4),
         "s_per_update": round(wall / max(loop.c.updates, 1), 1),
         # Without the start (baseline evaluation, first jobs): updates 2..n, what a long run sustains.
-        "s_per_update_after_first": round(steady / (len(loop.update_ends) - 1), 1)
-        if len(loop.update_ends) > 1
-        else None,
+        "s_per_update_after_first": round(steady / (len(update_ends) - 1), 1) if len(update_ends) > 1 else None,
         "first_update_s": round(first_update, 1),
         "learner_update_s_median": round(statistics.median(m["train/update_s"] for m in metrics), 2),
         "job_s_median": round(statistics.median(m["rollout/job_s"] for m in metrics if "rollout/job_s" in m), 1),

@@ -20,8 +20,9 @@ from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import LearnerConfig, TrainerSettings
 from halo_trainer import keys
 from halo_trainer.config import load_defaults, resolve
+from halo_trainer.grpo.loop import GrpoLoop
 from halo_trainer.learner import Learner
-from halo_trainer.loop import RunLoop
+from halo_trainer.mcts.loop import MctsLoop
 from halo_trainer.streams import jobs_queue, results_queue
 
 RUN = "loop-run"
@@ -38,8 +39,15 @@ def new_learner(base_model) -> Learner:
 
 
 def make_loop(
-    redis: aioredis.Redis, run_dir: Path, policy_url: str, base_model, *, outage_wait_s: float = 60, **run
-) -> RunLoop:
+    redis: aioredis.Redis,
+    run_dir: Path,
+    policy_url: str,
+    base_model,
+    *,
+    outage_wait_s: float = 60,
+    learner: Learner | None = None,
+    **run,
+) -> GrpoLoop:
     """A run of ``episodes`` on one task: 2 generations, 1 step, 2 jobs an update, sync and checkpoint each."""
     settings = TrainerSettings(outage_wait_s=outage_wait_s, job_claim_idle_s=30)
     spec = RunSpec(
@@ -54,11 +62,11 @@ def make_loop(
     defaults = load_defaults(settings.rl_config)
     cfg = resolve(spec, RUN, ["local.playground-1"], defaults, "tiny")
     cfg = cfg.model_copy(update={"jobs_per_update": 2, "sync_every": 1, "checkpoint_every": 1, **run})
-    return RunLoop(
+    return GrpoLoop(
         cfg,
         redis=redis,
         policy=PolicyClient(policy_url, "halo-base", max_retries=0),
-        learner=new_learner(base_model),
+        learner=learner or new_learner(base_model),
         processor=None,  # results carry episodes but no transitions: nothing to tokenise
         store=ScreenshotStore(run_dir.parent / "shots"),
         run_dir=run_dir,
@@ -114,10 +122,10 @@ async def scripted_worker(
         await jobs.process("scripted", handle, block_ms=200)
 
 
-async def run_with_worker(loop: RunLoop, play: Play, stop: asyncio.Event | None = None) -> tuple[str, list]:
+async def run_with_worker(loop: GrpoLoop | MctsLoop, play: Play, stop: asyncio.Event | None = None) -> tuple[str, list]:
     """``loop.run`` beside a scripted worker; returns the outcome and the jobs the worker took."""
     worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(loop.redis, loop.settings, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(loop.parts.redis, loop.parts.settings, play, worker_stop, seen))
     try:
         outcome = await asyncio.wait_for(loop.run(stop or asyncio.Event()), TIMEOUT_S)
     finally:

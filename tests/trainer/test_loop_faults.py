@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from halo.clients import EnvClient, RewardClient
 from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
 from halo_trainer import keys
-from halo_trainer.loop import InfrastructureOutage
+from halo_trainer.loop_parts.pipeline import InfrastructureOutage
 from halo_trainer.rollout import Services
 from halo_trainer.streams import current_policy_reader
 from halo_trainer.worker import work
@@ -62,7 +62,7 @@ async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_aft
         return episode(job)
 
     stop, worker_stop, seen = asyncio.Event(), asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(redis, loop.parts.settings, play, worker_stop, seen))
     try:
         outcome = await asyncio.wait_for(loop.run(stop), TIMEOUT_S)
     finally:
@@ -102,12 +102,12 @@ async def test_a_permanent_outage_fails_the_run_after_the_configured_wait(
     dead = f"http://127.0.0.1:{free_port()}"
     services = Services(
         env=EnvClient(dead, timeout_s=5),
-        policy=loop.policy,
+        policy=loop.parts.policy,
         reward=RewardClient(dead, timeout_s=5),
         current_policy=current_policy_reader(redis),
     )
     worker_stop = asyncio.Event()
-    workers = [asyncio.create_task(work(f"w{i}", redis, services, loop.settings, worker_stop)) for i in range(2)]
+    workers = [asyncio.create_task(work(f"w{i}", redis, services, loop.parts.settings, worker_stop)) for i in range(2)]
     try:
         with pytest.raises(InfrastructureOutage, match=r"no rollout succeeded for \d+ s .*last failure: env") as info:
             await asyncio.wait_for(loop.run(asyncio.Event()), TIMEOUT_S)
@@ -134,7 +134,7 @@ async def test_while_vllm_is_down_no_replacement_is_published_and_the_run_fails_
         return infra(job, f"policy server at {dead_policy} is not reachable")
 
     worker_stop, seen = asyncio.Event(), []
-    worker = asyncio.create_task(scripted_worker(redis, loop.settings, play, worker_stop, seen))
+    worker = asyncio.create_task(scripted_worker(redis, loop.parts.settings, play, worker_stop, seen))
     try:
         with pytest.raises(InfrastructureOutage, match="last failure: policy server: .* not reachable"):
             await asyncio.wait_for(loop.run(asyncio.Event()), TIMEOUT_S)

@@ -33,20 +33,20 @@ async def test_a_job_failed_after_the_checkpoint_is_not_waited_on_after_a_restar
 ):
     # The wait the bug caused, made short: a resumed loop that waits on a job whose result will
     # never come times it out (jobs_timed_out) instead of hanging the test for 15 minutes.
-    monkeypatch.setattr("halo_trainer.loop.JOB_TIMEOUT_S", 10.0)
+    monkeypatch.setattr("halo_trainer.loop_parts.pipeline.JOB_TIMEOUT_S", 10.0)
     redis = aioredis.from_url(clean_redis)
     run_dir = tmp_path / "run"
     # 12 one-episode jobs, 2 an update: 6 updates, checkpointed after updates 3 and 6.
     run = {"episodes": 12, "checkpoint_every": 3, "prefetch_updates": prefetch}
     first = make_loop(redis, run_dir, vllm_admin.url, base_model, **run)
     checkpointed: list[int] = []  # jobs_published as each checkpoint saved it
-    save = first._checkpoint
+    save = first.parts.durability.checkpoint
 
     async def checkpoint() -> None:
         checkpointed.append(first.c.jobs_published)
         await save()
 
-    first._checkpoint = checkpoint
+    first.parts.durability.checkpoint = checkpoint
     failed: list[str] = []
 
     async def play(job: RolloutJob) -> RolloutResult:
@@ -62,7 +62,7 @@ async def test_a_job_failed_after_the_checkpoint_is_not_waited_on_after_a_restar
         if first.c.infra_failed_jobs and status.updates % 3:
             raise Killed
 
-    first.status_cb = report
+    first.parts.status_cb = report
     with pytest.raises(Killed):
         await run_with_worker(first, play)
     assert len(checkpointed) == 1 and len(failed) == 1

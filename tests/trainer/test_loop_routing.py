@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 
 from halo.schemas import GroupMode, RolloutJob, RolloutResult
 from halo_trainer.config import EVAL_SEED_OFFSET
-from halo_trainer.loop import LoopStatus
+from halo_trainer.loop_parts.parts import LoopStatus
 from tests.trainer.loop_harness import (
     Killed,
     episode,
@@ -112,7 +112,7 @@ async def test_with_prefetch_the_next_updates_jobs_are_in_flight_while_the_learn
     learn_from = loop._learn_from
 
     async def learn(messages):
-        during_update.append((loop.c.updates + 1, len(loop.c.inflight), len(loop.buffer)))
+        during_update.append((loop.c.updates + 1, len(loop.c.inflight), len(loop.parts.pipeline.buffer)))
         return await learn_from(messages)
 
     loop._learn_from = learn
@@ -163,7 +163,7 @@ async def test_a_crashed_run_resumes_at_its_checkpoint_and_replays_unacknowledge
         if status.updates == 3:  # learned from j4 and j5, not checkpointed: their results are unacknowledged
             raise Killed
 
-    first.status_cb = report
+    first.parts.status_cb = report
     try:
         await run_with_worker(first, lambda job: _played(job))
     except Killed:

@@ -22,7 +22,7 @@ from halo.settings.trainer import TrainerSettings
 from halo_model.inputs import prompt_inputs
 from halo_model.loading import load_processor
 from halo_trainer.config import load_defaults, resolve
-from halo_trainer.loop import LoopStatus
+from halo_trainer.loop_parts.parts import LoopStatus
 from halo_trainer.mcts.jobs import run_search_job
 from halo_trainer.mcts.loop import MctsLoop
 from halo_trainer.mcts.tree import Tree
@@ -96,7 +96,7 @@ def hand_made_search(loop: MctsLoop, job: RolloutJob, shot: str, prompt_ids: lis
             q_critic=value,
         )
         tree.backup(child.id, value)
-    path = tree.save(loop.run_dir / "trees")
+    path = tree.save(loop.parts.run_dir / "trees")
     return RolloutResult(
         job_id=job.job_id,
         run_id=job.run_id,
@@ -120,7 +120,7 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
         reference="base", beta=1.0, simulations=7,
     )  # fmt: skip
     png = noise_png(64, 64, seed=1)
-    shot = loop.store.put(png)
+    shot = loop.parts.store.put(png)
     sampling = loop.cfg.sampling
     rendered = prompt_inputs(
         processor, GOAL, [], [png], viewport=sampling.viewport, history_limit=sampling.history_limit
@@ -137,7 +137,7 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert [j.job_id for j in seen] == [f"{RUN}-j{i}" for i in range(4)]
     assert all(j.purpose == "search" and j.mcts == loop.search for j in seen)
     assert seen[0].mcts.simulations == 7 and seen[0].max_steps == loop.search.max_depth
-    lines = [json.loads(line) for line in (loop.run_dir / "metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (loop.parts.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [line["update"] for line in lines] == [1, 2]
     first, second = lines
     # Two searches an iteration, one pair each; each iteration's DPO step made a new version.
@@ -152,7 +152,7 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert second["dpo/reward_margin"] > 0 and second["dpo/reward_accuracy"] == 1.0
     assert loop.c.version == 2 and second["policy/version"] == 2.0
     assert {f"{RUN}-v1", f"{RUN}-v2"} <= set(vllm_admin.loads)
-    assert (loop.run_dir / "adapters" / "v2" / "adapter_model.safetensors").exists()
+    assert (loop.parts.run_dir / "adapters" / "v2" / "adapter_model.safetensors").exists()
     # Exactly once: every search's result is in a checkpointed update and acknowledged.
     assert await used_job_ids(redis) == {j.job_id for j in seen}
     assert await results_pending(redis) == 0
@@ -170,7 +170,7 @@ async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search
     # prefetch it asks for the next iteration's too: tests/trainer/test_loop_routing.py's crash test).
     spec = {"episodes": 8, "searches_per_iteration": 2, "checkpoint_every": 2, "prefetch_updates": 0}
     first = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
-    shot = first.store.put(png)
+    shot = first.parts.store.put(png)
     sampling = first.cfg.sampling
     prompt_ids = prompt_inputs(
         processor, GOAL, [], [png], viewport=sampling.viewport, history_limit=sampling.history_limit
@@ -180,7 +180,7 @@ async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search
         if status.updates == 3:  # learned from j4 and j5, not checkpointed: their results are unacknowledged
             raise Killed
 
-    first.status_cb = report
+    first.parts.status_cb = report
     with pytest.raises(Killed):
         await run_with_worker(first, lambda job: _search(first, job, shot, prompt_ids))
     assert await results_pending(redis) == 2 and len(await used_job_ids(redis)) == 4
@@ -211,14 +211,14 @@ async def test_an_iteration_without_pairs_takes_no_step_and_keeps_the_version(
         theta=5.0,
     )  # fmt: skip
     png = noise_png(64, 64, seed=1)
-    shot = loop.store.put(png)
+    shot = loop.parts.store.put(png)
 
     async def play(job: RolloutJob) -> RolloutResult:
         return hand_made_search(loop, job, shot, [1, 2, 3])  # never tokenised: no pair reaches the learner
 
     outcome, _ = await run_with_worker(loop, play)
     assert outcome == "finished"
-    [line] = [json.loads(x) for x in (loop.run_dir / "metrics.jsonl").read_text().splitlines()]
+    [line] = [json.loads(x) for x in (loop.parts.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert line["dpo/pairs"] == 0.0 and "dpo/loss" not in line
     assert loop.c.version == 0 and not vllm_admin.loads
     assert await results_pending(redis) == 0

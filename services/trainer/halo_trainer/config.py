@@ -149,7 +149,7 @@ class RunConfig(BaseModel):
 
 def resident_adapters(max_staleness: int) -> int:
     """Adapters the run loop keeps in vLLM at most: the versions rollouts may still use (current -
-    max_staleness .. current, ``RunLoop._retire_old_versions``) plus the next one, which loads before
+    max_staleness .. current, ``PolicyPublisher._retire``) plus the next one, which loads before
     the oldest is unloaded."""
     return max_staleness + 2
 

@@ -475,7 +475,7 @@ class Learner:
 
     def save_initial_base_weights(self, directory: str | Path) -> Path:
         """``save_base_weights`` with the full-weight modules at their values as loaded: the weights
-        vLLM must get back when a full-weights run ends (``RunLoop.release_weights``)."""
+        vLLM must get back when a full-weights run ends (``PolicyPublisher.release``)."""
         with self.reference_policy():
             return self.save_base_weights(directory)
 

@@ -38,7 +38,8 @@ from halo_trainer.trackers import Trackers
 from halo_trainer.trackers import missing as missing_trackers
 
 if TYPE_CHECKING:  # the loop imports torch: loaded when a run starts, not with the API
-    from halo_trainer.loop import RunLoop
+    from halo_trainer.grpo.loop import GrpoLoop
+    from halo_trainer.mcts.loop import MctsLoop
 
 logger = logging.getLogger("halo.trainer.runs")
 EVENTS_KEPT = 500
@@ -300,8 +301,8 @@ class RunManager:
             raise PromptCheckFailed(problem)
 
     @staticmethod
-    async def _release_weights(loop: RunLoop) -> None:
-        """Give vLLM its base weights back after a full-weights run (``RunLoop.release_weights``);
+    async def _release_weights(loop: GrpoLoop | MctsLoop) -> None:
+        """Give vLLM its base weights back after a full-weights run (``PolicyPublisher.release``);
         a failure is logged, never turned into the run's outcome."""
         try:
             await loop.release_weights()
@@ -311,7 +312,8 @@ class RunManager:
             )
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
-        from halo_trainer.loop import LoopStatus, RunLoop
+        from halo_trainer.grpo.loop import GrpoLoop
+        from halo_trainer.loop_parts.parts import LoopStatus
         from halo_trainer.mcts.loop import MctsLoop
         from halo_trainer.plots import plot_run
         from halo_trainer.tower_check import check_tower_lora
@@ -326,7 +328,7 @@ class RunManager:
 
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None
-        loop: RunLoop | None = None
+        loop: GrpoLoop | MctsLoop | None = None
         learner = None
         try:
             status.state = RunState.RUNNING
@@ -337,8 +339,8 @@ class RunManager:
             await check_tower_lora(self.policy, learner, cfg, run_dir)  # a vision-side lora_target only
             config = cfg.model_dump(mode="json")
             trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
-            # Each algorithm's loop is its own file; they share the run loop's streams and durability.
-            loop_class = MctsLoop if cfg.algorithm is Algorithm.MCTS else RunLoop
+            # Each algorithm's loop is its own file, both built from the same parts (loop_parts).
+            loop_class = MctsLoop if cfg.algorithm is Algorithm.MCTS else GrpoLoop
             loop = loop_class(
                 cfg,
                 redis=self.redis,

@@ -18,23 +18,30 @@
         every `eval_every` iterations: greedy episodes on held-out seeds
         every `checkpoint_every` iterations: checkpoint, then acknowledge the results it contains
 
-Everything that is not the algorithm is the GRPO loop's own code, called rather than copied
-(``RunLoop``): the job and results streams, job replacement and outage handling (``_collect``),
-exactly-once acknowledgement (a result is acknowledged, and its job marked done, only with the
-checkpoint that includes its update), adapter publishing and retirement, evaluation, checkpoints
-and resume after ``kill -9``. One search is one job and counts as one of the run's ``episodes``.
+How it differs from Agent Q (arXiv 2408.07199):
+- one search is one job, played by a rollout worker on exact forks of the browser (re-entry by
+  snapshot; a page that differs on re-entry is counted), and counts as one of the run's ``episodes``;
+- the critic is the policy's own model ranking the candidates (``critic: self``), an
+  OpenAI-compatible endpoint, or, where no model can critique (the embedded tiny model), the
+  reward service's milestone progress; Q mixes it with the backed-up value (Eq. 10, ``alpha``);
+- pairs are built only between explored children, at every explored node (``theta``);
+- the DPO reference is the adapter as the iteration began (``reference: iteration``) or the base
+  model, and an optional NLL term on the chosen action (``rpo_alpha``);
+- the job streams, outages, publishing, evaluation and exactly-once checkpoints are the same parts
+  the GRPO loop is built from (``halo_trainer.loop_parts``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
-from typing import Any
 
-from halo.schemas import RolloutJob, RolloutResult
+from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
 from halo_trainer.config import RunConfig
-from halo_trainer.loop import RunLoop
+from halo_trainer.loop_parts.jobs import train_job
+from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
 from halo_trainer.mcts.settings import Reference
 from halo_trainer.mcts.tree import load_tree
@@ -44,49 +51,36 @@ logger = logging.getLogger("halo.trainer.mcts")
 SUMMED = ("env_steps", "reentries", "reentry_mismatches", "infra_errors", "critic_failures")  # the rest are means
 
 
-class MctsLoop(RunLoop):
-    def __init__(self, cfg: RunConfig, **parts) -> None:
+class MctsLoop:
+    def __init__(self, cfg: RunConfig, **services) -> None:
         if cfg.mcts is None:
             raise ValueError(f"run {cfg.run_id}: algorithm {cfg.algorithm.value!r} has no mcts settings")
-        super().__init__(cfg, **parts)
-        self.search = cfg.mcts
+        self.cfg, self.search = cfg, cfg.mcts
+        self.parts = RunParts(cfg, train_job=self._search_job, episodes_per_job=1, **services)
+        self.c, self.learner = self.parts.c, self.parts.learner
 
-    # -- the loop ---------------------------------------------------------------------------------
     async def run(self, stop: asyncio.Event) -> str:
         """Train until ``episodes`` searches are used ("finished") or ``stop`` is set ("stopped")."""
-        await self._start(stop)
-        while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
-            results = await self._collect(self.cfg.jobs_per_update, stop)
+        cfg, parts = self.cfg, self.parts
+        await parts.start(stop)
+        while self.c.episodes_done < cfg.episodes and not stop.is_set():
+            results = await parts.pipeline.collect(cfg.jobs_per_update, stop)
             if not results:
                 continue
-            metrics = await self._update(results)  # trees -> pairs -> DPO (_learn_from below)
+            started = time.perf_counter()
+            metrics = await self._learn_from([d.message for d in results])  # trees -> pairs -> DPO
+            metrics |= parts.count_update(results, len(results), started)
             if metrics.get("dpo/pairs", 0.0) > 0:
-                await self._publish_new_version()
-            await self._close_update(metrics)
-        return await self._finish(stop)
+                await parts.publisher.publish_next()
+            await parts.close_update(metrics)
+        return await parts.finish(stop)
 
-    # -- searches ---------------------------------------------------------------------------------
-    def _job(self, index: int, *, purpose: str = "train", **choices: Any) -> RolloutJob:
-        """Training jobs are searches (same deterministic ids and seeds as GRPO's); evaluations are GRPO's."""
-        job = super()._job(index, purpose=purpose, **choices)
-        if purpose != "train":
-            return job
-        return job.model_copy(
-            update={
-                "purpose": "search",
-                "group_size": 1,
-                "max_steps": self.search.max_depth,
-                "mcts": self.search,
-            }
+    def _search_job(self, policy: PolicyVersion, index: int) -> RolloutJob:
+        """A search of GRPO's job ``index`` (same deterministic id, task and seed)."""
+        return train_job(self.cfg, policy, index).model_copy(
+            update={"purpose": "search", "group_size": 1, "max_steps": self.search.max_depth, "mcts": self.search}
         )
 
-    def _episodes_per_job(self) -> int:
-        return 1
-
-    def _episodes_in(self, messages: list[RolloutResult]) -> int:
-        return len(messages)
-
-    # -- learning ---------------------------------------------------------------------------------
     async def _learn_from(self, messages: list[RolloutResult]) -> dict[str, float]:
         """The iteration's trees: search metrics, preference pairs, and a DPO step when there are pairs."""
         for m in messages:
@@ -103,7 +97,7 @@ class MctsLoop(RunLoop):
         return metrics
 
     def _dpo(self, pairs: list[TreePair]) -> dict[str, float]:
-        chosen, rejected = pair_batches(pairs, self.processor, self.store, self.learner.vocab_size)
+        chosen, rejected = pair_batches(pairs, self.parts.processor, self.parts.store, self.learner.vocab_size)
         # The reference is fixed for the whole iteration: computed before its first step.
         current = self.search.reference is Reference.ITERATION
         ref_chosen = self.learner.logprobs(chosen, adapter=current)
@@ -114,6 +108,12 @@ class MctsLoop(RunLoop):
                 chosen, rejected, ref_chosen, ref_rejected, beta=self.search.beta, rpo_alpha=self.search.rpo_alpha
             )
         return metrics
+
+    def status(self) -> LoopStatus:
+        return self.parts.status()
+
+    async def release_weights(self) -> None:
+        await self.parts.publisher.release()
 
 
 def search_metrics(messages: list[RolloutResult]) -> dict[str, float]:

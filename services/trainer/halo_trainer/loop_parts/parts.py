@@ -1,0 +1,179 @@
+"""The parts one run's loop is built from, and the steps every loop takes around its update.
+
+    start:   restore the last checkpoint, serve its version, evaluate the starting policy
+    (the algorithm: collect results, learn, publish a version)
+    close:   evaluate when due, record the update's metrics, checkpoint when due, report progress
+    finish:  evaluate the final policy, checkpoint, report
+
+The parts share one ``Counters`` object, which is what a checkpoint saves beside the weights.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from halo.policy_client import PolicyClient
+from halo.queue import Delivery
+from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.screenshots import ScreenshotStore
+from halo.settings.trainer import TrainerSettings
+from halo_trainer.checkpoint import CheckpointManager
+from halo_trainer.config import RunConfig
+from halo_trainer.episodes import EpisodeLog
+from halo_trainer.learner import Learner
+from halo_trainer.loop_parts.durability import Durability
+from halo_trainer.loop_parts.evaluation import Evaluator
+from halo_trainer.loop_parts.pipeline import JobPipeline, Outage
+from halo_trainer.loop_parts.publisher import PolicyPublisher
+from halo_trainer.loop_parts.state import Counters
+from halo_trainer.metrics import MetricsLog
+from halo_trainer.streams import jobs_queue, results_queue
+from halo_trainer.trackers import Trackers
+
+
+@dataclass(frozen=True)
+class LoopStatus:
+    """What the run manager reports of a run in progress (``RunParts.status``)."""
+
+    updates: int
+    version: int
+    episodes_done: int
+    adapter_name: str  # what new samples use: the base model name at version 0
+    metrics: dict[str, float]  # the latest update's metrics, NaN left out
+
+
+class RunParts:
+    def __init__(
+        self,
+        cfg: RunConfig,
+        *,
+        train_job: Callable[[PolicyVersion, int], RolloutJob],
+        episodes_per_job: int,
+        redis: aioredis.Redis,
+        policy: PolicyClient,
+        learner: Learner,
+        processor: Any,
+        store: ScreenshotStore,
+        run_dir: Path,
+        settings: TrainerSettings,
+        status_cb: Callable[[LoopStatus], Awaitable[None]] | None = None,
+        trackers: Trackers | None = None,
+    ) -> None:
+        self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, learner
+        self.processor, self.store, self.run_dir, self.settings = processor, store, Path(run_dir), settings
+        self.status_cb, self.trackers = status_cb, trackers
+        self.c = Counters()
+        self.metrics = MetricsLog(self.run_dir / "metrics.jsonl", trackers=trackers)
+        episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.loss_type)
+        self.publisher = PolicyPublisher(
+            run_id=cfg.run_id,
+            redis=redis,
+            policy=policy,
+            learner=learner,
+            run_dir=self.run_dir,
+            counters=self.c,
+            max_staleness=cfg.max_staleness,
+            outage_wait_s=settings.outage_wait_s,
+        )
+        self.pipeline = JobPipeline(
+            jobs=jobs_queue(redis, settings),
+            results=results_queue(redis, cfg.run_id),
+            counters=self.c,
+            episodes=episodes,
+            outage=Outage(settings.outage_wait_s, ready=self._policy_ready),
+            train_job=lambda index: train_job(self.publisher.current(), index),
+            episodes_per_job=episodes_per_job,
+            episode_budget=cfg.episodes,
+            prefetch_updates=cfg.prefetch_updates,
+        )
+        self.durability = Durability(
+            checkpoints=CheckpointManager(self.run_dir / "checkpoints", keep=settings.checkpoint_keep),
+            learner=learner,
+            config=cfg.model_dump(mode="json"),
+            counters=self.c,
+            pipeline=self.pipeline,
+        )
+        self.evaluator = Evaluator(
+            cfg=cfg,
+            pipeline=self.pipeline,
+            counters=self.c,
+            current=self.publisher.current,
+            episodes=episodes,
+            trackers=trackers,
+            store=store,
+            run_dir=self.run_dir,
+        )
+        self.latest: dict[str, float] = {}
+        self.started = time.monotonic()
+        self.stop = asyncio.Event()
+
+    async def _policy_ready(self) -> None:
+        """vLLM is up and serves the run's current version (loaded again after a restart)."""
+        await self.policy.health()
+        await self.publisher.ensure_served(self.c.version)
+
+    async def start(self, stop: asyncio.Event) -> None:
+        """Resume from the last checkpoint, serve its version, and take the baseline evaluation."""
+        self.stop = stop
+        await self.durability.restore(self.cfg.run_id)
+        await self.publisher.serve(self.c.version)
+        if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
+            await self.evaluator.evaluate(stop)
+
+    def count_update(self, results: list[Delivery[RolloutResult]], episodes: int, started: float) -> dict[str, float]:
+        """``results`` (``episodes`` of the budget) made an update that began at ``started``
+        (``time.perf_counter``): count it, mark them used, and the update's rollout metrics."""
+        self.c.updates += 1
+        self.c.episodes_done += episodes
+        self.pipeline.used(results)
+        elapsed = time.monotonic() - self.started
+        return {
+            "train/update_s": time.perf_counter() - started,
+            "rollout/episodes_per_s": self.c.episodes_done / max(elapsed, 1e-9),
+            "rollout/episodes_done": float(self.c.episodes_done),
+            "rollout/infra_failed_jobs": float(self.c.infra_failed_jobs),
+            "rollout/jobs_timed_out": float(self.c.jobs_timed_out),
+        }
+
+    async def close_update(self, metrics: dict[str, float]) -> None:
+        """Evaluate when due, record the update's metrics, checkpoint when due, report progress."""
+        if self.cfg.eval_every and self.c.updates % self.cfg.eval_every == 0:
+            metrics |= await self.evaluator.evaluate(self.stop)
+        metrics["policy/version"] = float(self.c.version)
+        metrics |= self.publisher.sync_metrics  # set by the publish before this
+        self.publisher.sync_metrics = {}
+        self.latest = metrics
+        self.metrics.write(self.c.updates, self.c.version, metrics)
+        if self.c.updates % self.cfg.checkpoint_every == 0:
+            await self.durability.checkpoint()
+        await self._report()
+
+    async def finish(self, stop: asyncio.Event) -> str:
+        """Evaluate the final policy (unless the last update just did), checkpoint, report; the run's end state."""
+        if self.cfg.eval_every and not stop.is_set() and self.c.updates % self.cfg.eval_every:
+            self.latest |= await self.evaluator.evaluate(stop)
+            self.metrics.write(self.c.updates, self.c.version, self.latest)
+        await self.durability.checkpoint()
+        await self._report()
+        return "stopped" if stop.is_set() else "finished"
+
+    def status(self) -> LoopStatus:
+        return LoopStatus(
+            updates=self.c.updates,
+            version=self.c.version,
+            episodes_done=self.c.episodes_done,
+            adapter_name=self.publisher.current().adapter_name,
+            metrics={k: v for k, v in self.latest.items() if not math.isnan(v)},
+        )
+
+    async def _report(self) -> None:
+        if self.status_cb is not None:
+            await self.status_cb(self.status())
