@@ -54,7 +54,8 @@ import torch
 from playwright.async_api import async_playwright
 
 from halo.actions import format_tool_call, to_pixels
-from halo.policy_client import Candidate, PolicyClient
+from halo.policy_client import PolicyClient
+from halo.policy_results import Candidate
 from halo.prompts import tool_call_regex
 from halo.schemas import Action, Task, Viewport
 from halo.settings import REPO_ROOT

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from halo.policy_client import Candidate
+from halo.policy_results import Candidate
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages
 from halo.schemas.actions import Action
 from halo.schemas.env import Viewport

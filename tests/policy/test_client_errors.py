@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from halo.policy_client import EngineDead, PolicyClient
+from halo.policy_client import PolicyClient
+from halo.policy_errors import EngineDead
 from halo.settings.policy import PolicySettings
 from halo.transport import NotFound, ServiceRejected, ServiceTimeout, ServiceUnavailable
 from tests.conftest import free_port

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from halo.policy_client import PolicyClient, SampleResult
+from halo.policy_client import PolicyClient
+from halo.policy_results import SampleResult
 from halo.prompts import tool_call_regex
 from halo.settings.policy import PolicySettings
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from halo.policy_client import EngineDead, PolicyClient
+from halo.policy_client import PolicyClient
+from halo.policy_errors import EngineDead
 from halo.transport import ServiceUnavailable
 from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
 from tests.policy.test_client_errors import PNG_1x1

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from halo.policy_client import PolicyClient, SampleResult
+from halo.policy_client import PolicyClient
+from halo.policy_results import SampleResult
 from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams
 from halo.settings.policy import PolicySettings

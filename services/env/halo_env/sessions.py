@@ -8,7 +8,10 @@
 An action the page cannot take is the agent's error: it is reported in the observation and the
 step counts. A failure of the browser is an infrastructure error, answered and repaired by
 ``recovery.py``. Opening a page in a leased context (reset, fork, restore, rebuild) is
-``opening.py``; reading a page into an observation is ``observation.py``.
+``opening.py``; reading a page into an observation is ``observation.py``. Checking a snapshot before
+a restore is ``snapshot_checks.py``; judging an episode, ``validation.py``; the reset states kept
+for rewinds, ``initial_states.py``. Parts of the manager live beside it: finding a task's backend
+(``task_lookup.py``), leases and the reaper (``reaping.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import time
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
-from pydantic import ValidationError
 
 from halo.schemas import (
     Action,
@@ -38,27 +40,28 @@ from halo.schemas import (
     Viewport,
     new_id,
 )
-from halo.schemas.env import LeaseInfo, LeaseReleased
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError, replace_lone_surrogates
 from halo.settings.env import EnvSettings
 from halo_env import browser_state, metrics
-from halo_env.allowlist import NetworkGuard
-from halo_env.backends.base import TaskBackend, TaskUnavailable
+from halo_env.backends.base import TaskBackend
 from halo_env.executor import InfraError, Pointer, execute
+from halo_env.initial_states import InitialStates
 from halo_env.leases import LeaseBook
 from halo_env.observation import PageObserver
 from halo_env.opening import PageOpener
 from halo_env.pool import BrowserPool, PoolExhausted
+from halo_env.reaping import SessionReaping
 from halo_env.recovery import Recovery
 from halo_env.session import ENDS_EPISODE, Session
+from halo_env.snapshot_checks import check_snapshot
+from halo_env.task_lookup import TaskLookup
+from halo_env.validation import read_site_state, validate_session
 
 logger = logging.getLogger("halo.env.sessions")
 
-_INITIAL_STATES = 256  # reset states remembered for rewinds, least recently stored dropped first
 
-
-class SessionManager:
+class SessionManager(TaskLookup, SessionReaping):
     def __init__(
         self, settings: EnvSettings, pool: BrowserPool, backends: list[TaskBackend], store: ScreenshotStore
     ) -> None:
@@ -70,8 +73,7 @@ class SessionManager:
         self.public_url = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
         self._sessions: dict[str, Session] = {}
         self._fork_slots = asyncio.Semaphore(settings.fork_parallelism)
-        # (task, seed, run) -> the reset's state and observation
-        self._initial_states: dict[tuple[str, int, str], tuple[dict[str, Any], Observation]] = {}
+        self._initial_states = InitialStates()
         self.leases = LeaseBook(settings.lease_ttl_s)
         self.observer = PageObserver(settings, store, self.viewport, self.public_url)
         self.opener = PageOpener(settings, self.observer)
@@ -79,28 +81,6 @@ class SessionManager:
         pool.on_browser_lost = lambda browser: self.recovery.browser_lost(self._sessions.values(), browser)
 
     # -- lookup ---------------------------------------------------------------------------------
-    def backend_for(self, task_id: str) -> TaskBackend:
-        for backend in self.backends:
-            if backend.handles(task_id):
-                return backend
-        raise ServiceError(404, f"unknown task {task_id!r}: no backend serves this id (use local.* or v2.*)")
-
-    def task(self, task_id: str) -> tuple[TaskBackend, Task]:
-        backend = self.backend_for(task_id)
-        try:
-            return backend, backend.get_task(task_id)
-        except KeyError:
-            raise ServiceError(404, f"unknown task {task_id!r}") from None
-        except TaskUnavailable as exc:
-            raise ServiceError(503, str(exc)) from None
-
-    def tasks(self, domain: str | None) -> list[Task]:
-        out: list[Task] = []
-        for backend in self.backends:
-            with contextlib.suppress(TaskUnavailable):
-                out.extend(backend.list_tasks(domain))
-        return out
-
     def get(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None or session.closed:
@@ -118,7 +98,7 @@ class SessionManager:
         run_id = req.run_id or self.s.real_run_id
         # A reset of the clones is deterministic (task, seed, run id): the state its first
         # observation captured is rewound into a parked page instead of loading /config again.
-        initial, initial_obs = self._initial_states.get((task.id, req.seed, run_id), (None, None))
+        initial, initial_obs = self._initial_states.get((task.id, req.seed, run_id))
         return await self._spawn(
             task,
             backend,
@@ -136,43 +116,20 @@ class SessionManager:
         backend, task = self.task(snapshot.task_id)
         if lease_id is not None:
             self.leases.live(lease_id)  # refuse before a context is taken
-        meta = snapshot.storage_state.get("halo_page") or {}
-        max_steps = meta.get("max_steps") if isinstance(meta.get("max_steps"), int) else 30
-        max_steps = min(max(max_steps, 1), 500)
-        if snapshot.step > 10_000 or len(snapshot.actions) > 500:
-            raise ServiceError(422, "snapshot step or action prefix is implausibly long (max 500 actions)")
-        run_id = meta.get("run_id") if isinstance(meta.get("run_id"), str) else self.s.real_run_id
-        allowed = backend.allowed_origins(task) | set(self.s.extra_allowed_origins)
-        probe = NetworkGuard()
-        probe.configure(allowed)
-        if not snapshot.url.startswith(("http://", "https://")) or not probe.allows(snapshot.url):
-            raise ServiceError(422, f"snapshot url {snapshot.url[:200]!r} is not on the task's site")
-        try:
-            state = browser_state.from_snapshot(snapshot)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ServiceError(422, f"invalid snapshot: storage_state.{where}: {err['msg']}") from None
-        if state["page"].get("origin") and not probe.allows(state["page"]["origin"]):
-            raise ServiceError(422, "snapshot storage belongs to an origin outside the task's site")
-        rewind_to = None
-        if backend.fork_method is not ForkMethod.SNAPSHOT:
-            state = None
-        else:  # a page parked at this URL's document is a clone app that renders itself: rewind it
-            rewind_to = {**state, "page": {**state["page"], "app": snapshot.url.split("#")[0]}}
+        plan = check_snapshot(snapshot, backend, task, self.s)
         return await self._spawn(
             task,
             backend,
-            max(max_steps, min(snapshot.step + 1, 10_001)),
-            run_id,
+            plan.max_steps,
+            plan.run_id,
             0,
-            state=state,
+            state=plan.state,
             kind="restore",
             lease_id=lease_id,
             prefix=list(snapshot.actions),
             step=snapshot.step,
             answer=snapshot.answer,
-            rewind_to=rewind_to,
+            rewind_to=plan.rewind_to,
         )
 
     async def fork(self, session_id: str, n: int, method: ForkMethod | None = None) -> ForkResponse:
@@ -307,19 +264,11 @@ class SessionManager:
         seconds = time.perf_counter() - t0
         metrics.RESET_SECONDS.observe(seconds)
         if kind == "reset" and not rewound and backend.fork_method is ForkMethod.SNAPSHOT:
-            self._remember_initial((task.id, seed, run_id), checkpoint, obs)
+            self._initial_states.remember((task.id, seed, run_id), checkpoint, obs)
         method = ForkMethod.REWIND.value if rewound else "setup" if kind == "reset" else backend.fork_method.value
         metrics.RESETS.labels(kind, method).inc()
         info = {"backend": backend.name, "kind": kind, "method": method, "seconds": round(seconds, 4)}
         return ResetResponse(observation=obs, info=info)
-
-    def _remember_initial(self, key: tuple[str, int, str], checkpoint: dict[str, Any], obs: Observation) -> None:
-        if browser_state.rewind_url(checkpoint) is None:
-            return
-        self._initial_states.pop(key, None)
-        self._initial_states[key] = (checkpoint, obs)
-        while len(self._initial_states) > _INITIAL_STATES:
-            self._initial_states.pop(next(iter(self._initial_states)))
 
     # -- step -----------------------------------------------------------------------------------
     async def step(self, session_id: str, action: Action) -> StepResponse:
@@ -361,7 +310,7 @@ class SessionManager:
             session.truncated = not session.terminated and session.step >= session.max_steps
             reward, info = 0.0, {"seconds": 0.0}
             if session.ended:
-                result = await self._validate(session, obs.site_state)
+                result = await validate_session(session, obs.site_state, self.s.navigation_timeout_s)
                 reward = result.reward if result.success else 0.0
                 info.update(task_success=result.success, finish_state=result.finish_state, validation=result.details)
                 if action.action is ActionType.TERMINATE:
@@ -417,34 +366,8 @@ class SessionManager:
         async with session.lock:
             await self.recovery.settled(session)
             session.last_used_at = time.time()
-            site_state = None
-            with contextlib.suppress(PlaywrightError, TimeoutError):
-                raw = await asyncio.wait_for(
-                    session.lease.page.evaluate("() => window.__HALO__ ? window.__HALO__.finish() : null"),
-                    self.s.evaluate_timeout_s,
-                )
-                site_state = replace_lone_surrogates(raw) if isinstance(raw, dict) else None
-            return await self._validate(session, site_state)
-
-    async def _validate(self, session: Session, site_state: dict[str, Any] | None) -> ValidationResult:
-        task, backend = session.task, session.backend
-        try:
-            finish = await asyncio.wait_for(
-                backend.finish_state(session.lease.page, task, site_state), self.s.navigation_timeout_s
-            )
-        except (PlaywrightError, TimeoutError) as exc:
-            return ValidationResult(task_id=task.id, success=None, reward=0.0, details=[f"/finish unreadable: {exc}"])
-        try:
-            return await backend.validate(task, finish, session.answer)
-        except Exception as exc:  # an evaluator failure is "not evaluable", never a failed task or a 500
-            logger.exception("validation of %s failed", task.id)
-            return ValidationResult(
-                task_id=task.id,
-                success=None,
-                reward=0.0,
-                details=[f"evaluator error: {type(exc).__name__}: {str(exc)[:200]}"],
-                finish_state=finish,
-            )
+            site_state = await read_site_state(session.lease.page, self.s.evaluate_timeout_s)
+            return await validate_session(session, site_state, self.s.navigation_timeout_s)
 
     async def close(self, session_id: str) -> None:
         session = self._sessions.pop(session_id, None)
@@ -466,73 +389,6 @@ class SessionManager:
             else:
                 await self.pool.release(session.lease, reusable=session.infra_errors == 0)
         metrics.SESSIONS.set(len(self._sessions))
-
-    async def reap(self) -> int:
-        """Close unleased sessions unused for longer than the TTL; returns how many."""
-        now = time.time()
-        idle = [
-            s
-            for s in self._sessions.values()
-            if s.lease_id is None and now - s.last_used_at > self.s.session_ttl_s and not s.lock.locked()
-        ]
-        for s in idle:
-            logger.info("reaping session %s (idle %.0f s)", s.id[:13], now - s.last_used_at)
-            with contextlib.suppress(ServiceError):
-                await self.close(s.id)
-            metrics.REAPED.inc()
-        return len(idle)
-
-    # -- leases ---------------------------------------------------------------------------------
-    def renew_lease(self, lease_id: str) -> LeaseInfo:
-        return self.leases.renew(lease_id).info()
-
-    async def release_lease(self, lease_id: str) -> LeaseReleased:
-        lease = self.leases.pop(lease_id)
-        if lease is None:
-            raise ServiceError(404, f"unknown lease {lease_id[:80]!r} (expired, released or never created)")
-        return LeaseReleased(lease_id=lease_id, sessions_closed=await self._close_many(lease.sessions))
-
-    async def expire_leases(self) -> int:
-        """Close every session of the leases whose heartbeat stopped; returns how many sessions."""
-        closed = 0
-        for lease in self.leases.pop_expired():
-            n = await self._close_many(lease.sessions)
-            logger.warning(
-                "lease %s of %s expired (no heartbeat for %.1f s): closed its %d sessions",
-                lease.id[:14],
-                lease.owner,
-                time.monotonic() - lease.renewed_mono,
-                n,
-            )
-            metrics.LEASE_EXPIRED_SESSIONS.inc(n)
-            closed += n
-        return closed
-
-    async def _close_many(self, session_ids: set[str]) -> int:
-        # Concurrently: a session in the middle of a step is closed when the step ends (its lock),
-        # which must not hold up the others.
-        results = await asyncio.gather(*(self.close(sid) for sid in list(session_ids)), return_exceptions=True)
-        metrics.SESSIONS.set(len(self._sessions))
-        return sum(r is None for r in results)
-
-    async def reap_forever(self) -> None:
-        """Expire leases every ``lease_sweep_s``; reap idle sessions every ``reap_interval_s``."""
-        sweep_s = self.lease_sweep_s
-        last_reap = time.monotonic()
-        while True:
-            await asyncio.sleep(min(sweep_s, self.s.reap_interval_s))
-            try:
-                await self.expire_leases()
-                if time.monotonic() - last_reap >= self.s.reap_interval_s:
-                    last_reap = time.monotonic()
-                    await self.reap()
-            except Exception:  # the reaper must outlive any one bad session
-                logger.exception("reaper sweep failed")
-
-    @property
-    def lease_sweep_s(self) -> float:
-        # A dead owner's sessions close within ttl + one sweep; a second at most keeps that near the TTL.
-        return min(1.0, self.s.lease_ttl_s / 4)
 
     async def close_all(self) -> None:
         for session_id in list(self._sessions):
