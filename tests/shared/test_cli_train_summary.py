@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from halo.cli import main as cli
+from halo.cli import train_commands
 from halo.cli.summary import run_summary, viewer_link
 from halo.schemas import RunSpec, RunState, RunStatus
 
@@ -95,12 +96,12 @@ class Trainer:
 def trainer(monkeypatch: pytest.MonkeyPatch) -> Trainer:
     fake = Trainer(status())
     monkeypatch.setattr(
-        cli,
+        train_commands,
         "_client",
         lambda settings: httpx.Client(base_url="http://127.0.0.1:8400", transport=httpx.MockTransport(fake)),
     )
-    monkeypatch.setattr(cli.local_stack, "is_ready", lambda url: True)
-    monkeypatch.setattr(cli.time, "sleep", lambda s: None)
+    monkeypatch.setattr(train_commands.stack_probes, "is_ready", lambda url: True)
+    monkeypatch.setattr(train_commands.time, "sleep", lambda s: None)
     return fake
 
 

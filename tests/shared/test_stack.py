@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from halo.cli import stack
+from halo.cli import stack, stack_processes, stack_state
 from tests.conftest import REDIS_URL, free_port
 from tests.http_stub import QuietHandler, ServedInThread
 
@@ -161,15 +161,15 @@ def test_down_stops_recorded_processes_but_never_a_recycled_pid(tmp_path, monkey
     mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
     try:
-        start = stack.process_start_id(stranger.pid)
+        start = stack_processes.process_start_id(stranger.pid)
         assert start is not None
-        stack.save_state(
-            stack.StackState(
+        stack_state.save_state(
+            stack_state.StackState(
                 redis_url=REDIS_URL,
                 processes=[
-                    stack.ProcessRecord("sites", mine.pid, stack.process_start_id(mine.pid)),
+                    stack_processes.ProcessRecord("sites", mine.pid, stack_processes.process_start_id(mine.pid)),
                     # the pid a trainer once had, now another program's: its start time differs
-                    stack.ProcessRecord("trainer", stranger.pid, start - 1),
+                    stack_processes.ProcessRecord("trainer", stranger.pid, start - 1),
                 ],
             )
         )
@@ -180,7 +180,7 @@ def test_down_stops_recorded_processes_but_never_a_recycled_pid(tmp_path, monkey
         assert stranger.poll() is None
         assert f"  trainer  pid {stranger.pid} gone (exited, or the pid is another program's now): left alone" in said
         assert f"  sites    stopped (pid {mine.pid})" in said
-        assert not stack.state_path().exists()
+        assert not stack_state.state_path().exists()
     finally:
         for proc in (mine, stranger):
             proc.kill()
@@ -204,8 +204,8 @@ def test_state_files_without_start_ids_match_by_command_line(tmp_path, monkeypat
                 {"name": "reward", "url": "", "pid": None, "log": None, "started_by_stack": False},
             ],
         }
-        stack.state_path().parent.mkdir(parents=True)
-        stack.state_path().write_text(json.dumps(legacy))
+        stack_state.state_path().parent.mkdir(parents=True)
+        stack_state.state_path().write_text(json.dumps(legacy))
         stack.down(say=lambda _: None)
         assert sites.poll() is not None and not Path(f"/proc/{sites.pid}").exists()
         assert other.poll() is None  # its command line is not the env service's

@@ -95,6 +95,7 @@ def test_the_cli_sends_lora_target(monkeypatch):
     from typer.testing import CliRunner
 
     from halo.cli import main as cli
+    from halo.cli import train_commands
 
     sent = []
 
@@ -104,7 +105,7 @@ def test_the_cli_sends_lora_target(monkeypatch):
             sent.append(fields)
             raise ValueError("stop before any call")
 
-    monkeypatch.setattr(cli, "RunSpec", Spec)
+    monkeypatch.setattr(train_commands, "RunSpec", Spec)
     result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--lora-target", "language+merger"])
     assert result.exit_code == 2 and sent[0]["lora_target"] == "language+merger"
     monkeypatch.undo()

@@ -1,0 +1,246 @@
+"""`halo train` and `halo runs list|status|stop`: training runs on the trainer's HTTP API, submitted
+(starting the local stack when the trainer is not ready), followed with a progress bar and summed up."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from halo.cli import stack as local_stack
+from halo.cli import stack_probes
+from halo.cli.output import console, err, fail
+from halo.cli.summary import run_summary, viewer_link
+from halo.schemas import RunSpec, RunState, RunStatus
+from halo.settings.trainer import TrainerSettings
+
+TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
+
+
+def _client(settings: TrainerSettings) -> httpx.Client:
+    token = settings.api_token.get_secret_value()
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    url = f"http://{'127.0.0.1' if settings.host in ('0.0.0.0', '') else settings.host}:{settings.port}"
+    return httpx.Client(base_url=url, headers=headers, timeout=30)
+
+
+def _api(call, *args, **kwargs) -> httpx.Response:
+    try:
+        response = call(*args, **kwargs)
+    except httpx.HTTPError as exc:
+        fail(f"trainer API unreachable: {exc}")
+    if response.status_code >= 400:
+        try:
+            body = response.json()
+            message = body.get("error", response.text)
+        except ValueError:
+            message = response.text
+        fail(f"trainer API answered {response.status_code}: {message}")
+    return response
+
+
+def train(
+    domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
+    episodes: int = typer.Option(None, help="Episodes to run (default from configs/rl_config.yaml)"),
+    task: list[str] = typer.Option(
+        None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
+    ),
+    algorithm: str = typer.Option("grpo", help="grpo or mcts (search + step-level DPO, docs/mcts.md)"),
+    num_generations: int = typer.Option(None, help="Group size N"),
+    lr: float = typer.Option(None, "--lr", help="Learning rate"),
+    loss_type: str = typer.Option(None, help="dr_grpo or grpo"),
+    group_mode: str = typer.Option(None, help="step or episode"),
+    branch: str = typer.Option(None, help="Step groups continue from: sampled, best or random"),
+    temperature: float = typer.Option(None, help="Sampling temperature of rollouts"),
+    max_steps: int = typer.Option(None, help="Steps per episode"),
+    eval_every: int = typer.Option(None, help="Updates between held-out evaluations (0 = never)"),
+    eval_episodes: int = typer.Option(None, help="Greedy episodes per evaluation"),
+    seed: int = typer.Option(0),
+    lora_target: str = typer.Option(
+        None,
+        "--lora-target",
+        help="Where the LoRA adapter reaches: language, language+merger or language+tower "
+        "(the vision side needs the policy server started with HALO_POLICY_TOWER_LORA=true)",
+    ),
+    full_weights: list[str] = typer.Option(
+        None,
+        "--full-weights",
+        help="Base-model modules trained in full beside the LoRA adapter (repeatable or comma-separated): "
+        "vision_merger, vision_last_blocks, vision, all, or HF module names such as model.visual.blocks.26",
+    ),
+    full_weights_lr: float = typer.Option(None, "--full-weights-lr", help="Learning rate of those modules"),
+    name: str = typer.Option("", help="Run name prefix"),
+    report_to: list[str] = typer.Option(
+        None, "--report-to", help="Experiment trackers (repeatable): none, tensorboard, wandb, trackio, mlflow"
+    ),
+    searches_per_iteration: int = typer.Option(None, help="mcts: searches per DPO iteration"),
+    simulations: int = typer.Option(None, help="mcts: simulations per search"),
+    ucb_c: float = typer.Option(None, help="mcts: UCB1 exploration constant"),
+    max_children: int = typer.Option(None, help="mcts: distinct candidate actions per expanded node"),
+    max_depth: int = typer.Option(None, help="mcts: actions from the root after which a path is cut off"),
+    alpha: float = typer.Option(None, help="mcts: weight of Q_mcts in the composite Q"),
+    theta: float = typer.Option(None, help="mcts: least composite-Q gap that makes a preference pair"),
+    beta: float = typer.Option(None, help="mcts: DPO inverse temperature"),
+    critic: str = typer.Option(None, help="mcts: self, openai or progress"),
+    detach: bool = typer.Option(False, help="Submit and return without following progress"),
+    no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
+    json_out: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the run's final status (GET /runs/{id}) as one JSON line instead of the summary; "
+        "everything else goes to stderr",
+    ),
+) -> None:
+    """Submit a training run to the trainer (starting the local stack if needed) and follow it."""
+    # With --json, stdout carries the JSON alone so that a script can parse it.
+    say = err if json_out else console
+    settings = TrainerSettings()
+    fields = {
+        "domain": domain,
+        "tasks": task or None,
+        "algorithm": algorithm,
+        "episodes": episodes,
+        "num_generations": num_generations,
+        "learning_rate": lr,
+        "loss_type": loss_type,
+        "group_mode": group_mode,
+        "branch": branch,
+        "temperature": temperature,
+        "max_steps": max_steps,
+        "eval_every": eval_every,
+        "eval_episodes": eval_episodes,
+        "seed": seed,
+        "lora_target": lora_target,
+        "full_weights": [n.strip() for entry in full_weights or [] for n in entry.split(",") if n.strip()] or None,
+        "full_weights_lr": full_weights_lr,
+        "name": name,
+        "report_to": report_to or None,
+        "searches_per_iteration": searches_per_iteration,
+        "simulations": simulations,
+        "ucb_c": ucb_c,
+        "max_children": max_children,
+        "max_depth": max_depth,
+        "alpha": alpha,
+        "theta": theta,
+        "beta": beta,
+        "critic": critic,
+    }
+    try:
+        spec = RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValueError as exc:
+        fail(f"invalid run: {exc}", 2)
+    with _client(settings) as client:
+        url = str(client.base_url).rstrip("/")
+        if not stack_probes.is_ready(url):
+            if no_stack:
+                if not stack_probes.is_alive(url, "trainer"):
+                    fail(f"trainer not reachable at {url}")
+                say.print(f"trainer at {url} is alive but not ready; submitting anyway (--no-stack)")
+            else:
+                # `up` starts only what is not running (a busy trainer is alive: it is not started twice).
+                say.print("trainer not ready: checking the local stack")
+                try:
+                    local_stack.up(say=say.print)
+                except RuntimeError as exc:
+                    fail(str(exc))
+        run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
+        say.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
+        say.print(f"watch it at {viewer_link(url, run.run_id)} (curves, episodes; docs/viewer.md)")
+        if run.task_set_note:
+            say.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
+        if detach:
+            if json_out:
+                typer.echo(run.model_dump_json())
+            return
+        final = _follow(client, run, say)
+        if json_out:
+            typer.echo(final.model_dump_json())
+        else:
+            console.print(
+                run_summary(final, _evaluations(client, final.run_id), viewer_link(url, final.run_id)),
+                markup=False,
+                highlight=False,
+            )
+    if final.state is not RunState.FINISHED:
+        fail(f"run ended {final.state.value}: {final.error or ''}")
+
+
+def _evaluations(client: httpx.Client, run_id: str) -> list[dict]:
+    """The run's eval.jsonl lines as the viewer serves them; [] (the summary says none) when it cannot."""
+    try:
+        response = client.get(f"/ui/api/runs/{run_id}/metrics")
+        response.raise_for_status()
+        lines = response.json().get("eval", [])
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        err.print(f"[yellow]warning:[/yellow] the run's evaluations could not be read ({escape(str(exc))})")
+        return []
+    return [line for line in lines if isinstance(line, dict)] if isinstance(lines, list) else []
+
+
+def _follow(client: httpx.Client, run: RunStatus, out: Console) -> RunStatus:
+    """Poll the run and draw a progress bar until it ends; Ctrl-C detaches (the run goes on)."""
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[info]}"),
+    ]
+    try:
+        with Progress(*columns, console=out) as progress:
+            bar = progress.add_task(f"{run.run_id}", total=run.episodes_total or None, info="")
+            while True:
+                run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
+                m = run.latest_metrics
+                if run.spec.algorithm.value == "mcts":
+                    scores = (
+                        f"pairs {m.get('dpo/pairs', float('nan')):.0f} "
+                        f"success found {m.get('mcts/success_found', float('nan')):.2f}"
+                    )
+                else:
+                    scores = (
+                        f"reward {m.get('rollout/mean_reward', float('nan')):.3f} "
+                        f"success {m.get('rollout/success_rate', float('nan')):.2f}"
+                    )
+                info = f"v{run.policy_version} upd {run.updates} {scores}"
+                progress.update(bar, completed=run.episodes_done, total=run.episodes_total or None, info=info)
+                if run.state in TERMINAL:
+                    break
+                time.sleep(2)
+    except KeyboardInterrupt:
+        out.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
+        raise typer.Exit(0) from None
+    return run
+
+
+def runs_list() -> None:
+    """List runs."""
+    with _client(TrainerSettings()) as client:
+        rows = _api(client.get, "/runs").json()
+    table = Table("run", "state", "episodes", "updates", "version")
+    for r in rows:
+        table.add_row(
+            r["run_id"],
+            r["state"],
+            f"{r['episodes_done']}/{r['episodes_total']}",
+            str(r["updates"]),
+            str(r["policy_version"]),
+        )
+    console.print(table)
+
+
+def runs_status(run_id: str) -> None:
+    """A run's status and latest metrics as JSON."""
+    with _client(TrainerSettings()) as client:
+        console.print_json(_api(client.get, f"/runs/{run_id}").text)
+
+
+def runs_stop(run_id: str) -> None:
+    """Ask a run to stop after the current update (it checkpoints first)."""
+    with _client(TrainerSettings()) as client:
+        console.print_json(_api(client.post, f"/runs/{run_id}/stop").text)
