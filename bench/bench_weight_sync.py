@@ -96,7 +96,7 @@ async def measure_tiny(settings, model_dir: Path, reps: int, work: Path) -> dict
     from halo.settings.trainer import LearnerConfig
     from halo_model.loading import load_model
     from halo_model.weight_sync import folder_bytes
-    from halo_trainer.learner import Learner
+    from halo_trainer.learner.learner import Learner
 
     png = await _screenshot()
     out: dict[str, Any] = {}

@@ -5,7 +5,7 @@ code the trainer runs) on a randomly initialised Qwen3-VL with the 8B model's pu
 configured the way the trainer configures it: the gpu target's resolved `TrainerSettings`
 (bfloat16, gradient checkpointing, micro-batch) and configs/rl_config.yaml's values through
 `resolve` and `RunConfig.learner_config` (LoRA r=16, kl_coef, PPO clip, truncated importance
-sampling, Dr. GRPO's normaliser), its log-probs at the run's temperature as `halo_trainer.runs`
+sampling, Dr. GRPO's normaliser), its log-probs at the run's temperature as `halo_trainer.api.runs`
 builds them. The update is one step-group job: `max_steps` steps x `num_generations` candidates,
 each step its own 1280x720 screenshot prompt (~1,880 tokens with the goal and 8 history actions),
 every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`Learner.dpo_update`)
@@ -14,7 +14,7 @@ the 8B vocabulary) and an image processor at Qwen3-VL's real pixel limits, so a 
 as many vision tokens as on the real model.
 
 Reported: each update's wall time (median of --updates after one warm-up), the DPO step's, peak GPU
-memory (allocated and reserved) beside the memory plan's prediction (`halo_trainer.memory_plan`, the
+memory (allocated and reserved) beside the memory plan's prediction (`halo_trainer.learner.memory_plan`, the
 check the trainer runs at a run's start), and model FLOP utilisation (MFU): model FLOPs over time
 over the card's bf16 dense peak (its datasheet figure, and the matmul rate measured here). FLOPs
 are counted, not estimated: torch's FlopCounterMode runs one micro-batch's forward, F, scaled by the
@@ -57,8 +57,8 @@ from halo.actions import format_tool_call  # noqa: E402
 from halo.schemas import RunSpec  # noqa: E402
 from halo.settings.trainer import TrainerSettings  # noqa: E402
 from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
-from halo_trainer import memory_plan  # noqa: E402
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve  # noqa: E402
+from halo_trainer.learner import memory_plan  # noqa: E402
 
 # Qwen3-VL-8B-Instruct's sizes are declared once, in the memory plan (its config.json and
 # preprocessor_config.json: at these pixel limits a 1280x720 screenshot keeps its full resolution);
@@ -270,7 +270,7 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     from halo_model.inputs import build_batch
     from halo_model.loading import load_processor
     from halo_model.tiny import build_tiny_model
-    from halo_trainer.learner import Learner, LearnerBatch
+    from halo_trainer.learner.learner import Learner, LearnerBatch
 
     cuda = args.device.startswith("cuda")
     params = DIMS[args.dims]
@@ -290,7 +290,7 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     model = random_model(params, tokenizer, dtype, args.device)
     build_s = time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters())
-    # As halo_trainer.runs builds it: the grouped path, at the run's temperature (learner_cfg.temperature).
+    # As halo_trainer.api.runs builds it: the grouped path, at the run's temperature (learner_cfg.temperature).
     try:
         learner = Learner(model, learner_cfg)
     except ValueError as exc:  # a --full-weights entry the model does not have

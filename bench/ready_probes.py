@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from halo.service import add_health_routes
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.app import create_app
+from halo_trainer.api.app import create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: tests' stand-ins
 from tests.http_stub import OkHandler, ServedInThread

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from halo_trainer.evaluation import main
+from halo_trainer.evaluation.matrix import main
 
 if __name__ == "__main__":
     sys.exit(main())

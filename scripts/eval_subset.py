@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from halo_trainer.evaluation import parser, run
+from halo_trainer.evaluation.matrix import parser, run
 
 
 def main() -> int:

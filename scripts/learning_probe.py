@@ -71,9 +71,9 @@ from halo_model.logprobs import base_model
 from halo_model.resolution import resolve_model
 from halo_reward.rules import DomainRules, RuleBook
 from halo_sites.tasks import get_task
-from halo_trainer.checkpoint import CheckpointManager
-from halo_trainer.learner import Learner, LearnerBatch
-from halo_trainer.objective import group_advantages
+from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.learner import Learner, LearnerBatch
+from halo_trainer.learner.objective import group_advantages
 
 BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
 CLICKS = ("left_click", "double_click", "triple_click")

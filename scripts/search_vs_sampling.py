@@ -30,9 +30,9 @@ from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, sampling_for
 from halo_trainer.mcts.search import search
 from halo_trainer.mcts.settings import MCTSConfig
-from halo_trainer.metrics import wilson_interval
-from halo_trainer.rollout import Services, play_episode
-from halo_trainer.worker import policy_client
+from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.rollout.play import Services, play_episode
+from halo_trainer.rollout.worker import policy_client
 
 
 async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episodes: int) -> dict:

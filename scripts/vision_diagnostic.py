@@ -81,7 +81,7 @@ from halo_model.inputs import IMAGE_TOKEN_TYPE, SampleRecord, build_batch
 from halo_model.loading import load_model, load_processor
 from halo_model.logprobs import base_model
 from halo_model.resolution import resolve_model
-from halo_trainer.learner import Learner, LearnerBatch
+from halo_trainer.learner.learner import Learner, LearnerBatch
 
 MAX_TOKENS = 128  # the probes' sampler max_tokens: dr_grpo's constant normaliser
 SETTINGS = {  # name -> (full_weights, LoRA lr, full-weights lr)

@@ -71,3 +71,22 @@ def test_the_checker_sees_imports_anywhere_in_a_module() -> None:
 def test_imports_follow_the_package_map(package: str) -> None:
     bad = violations(package)
     assert not bad, "imports that break docs/packages.md's rule:\n" + "\n".join(bad)
+
+
+HEAVY = ("torch", "transformers", "peft", "vllm")
+
+
+def test_the_trainer_api_process_starts_without_torch() -> None:
+    """The trainer's API, its run manager and its workers import no model library: the service
+    answers health checks at once, and a run's learner loads torch when the run starts. A module
+    that only needs a type from a torch module imports it under ``TYPE_CHECKING``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import halo_trainer.api.app, halo_trainer.api.runs, halo_trainer.rollout.worker, halo_trainer.observe.viewer.routes\n"
+        f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "", f"the trainer API imports {out.stdout.strip()} at start"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from halo.settings.env import DEFAULT_CHROMIUM_ARGS
-from halo_trainer.trackers import missing
+from halo_trainer.observe.trackers import missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
 CHROMIUM = "/usr/bin/chromium"

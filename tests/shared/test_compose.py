@@ -32,8 +32,8 @@ from halo.settings.reward import RewardSettings
 from halo.settings.sites import SitesSettings
 from halo.settings.trainer import TrainerSettings
 from halo_policy.server import served_model
+from halo_trainer.api.runs import learner_model, same_model
 from halo_trainer.config import load_defaults, profile_for, resolve
-from halo_trainer.runs import learner_model, same_model
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_OVERRIDE = ROOT / "docker-compose.cpu.yml"

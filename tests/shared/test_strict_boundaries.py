@@ -200,7 +200,7 @@ class TrainerStandIn:
 @pytest.fixture
 async def trainer(tmp_path) -> AsyncIterator[tuple[httpx.AsyncClient, TrainerStandIn]]:
     from halo.settings.trainer import TrainerSettings
-    from halo_trainer.app import create_app
+    from halo_trainer.api.app import create_app
 
     app = create_app(TrainerSettings(data_dir=tmp_path))
     app.state.manager = TrainerStandIn()

@@ -21,7 +21,7 @@ from halo.settings.trainer import LearnerConfig, TrainerSettings
 from halo_trainer import keys
 from halo_trainer.config import load_defaults, resolve
 from halo_trainer.grpo.loop import GrpoLoop
-from halo_trainer.learner import Learner
+from halo_trainer.learner.learner import Learner
 from halo_trainer.mcts.loop import MctsLoop
 from halo_trainer.streams import jobs_queue, results_queue
 

@@ -1,7 +1,7 @@
 """In-process stand-ins for the env, reward and policy clients: the rollout code's three services.
 
 They answer with the same ``halo.schemas`` types the real clients return and fail with the real
-transport errors, so ``halo_trainer.rollout`` and the workers run unchanged; what they do is
+transport errors, so ``halo_trainer.rollout.play`` and the workers run unchanged; what they do is
 scripted and recorded, so tests can say which fork was continued or which model was asked. The
 real services are exercised by tests/e2e.
 
@@ -38,7 +38,7 @@ from halo.schemas import (
 )
 from halo.schemas.tasks import TaskReachability
 from halo.transport import ServiceUnavailable
-from halo_trainer.rollout import Services
+from halo_trainer.rollout.play import Services
 
 
 def click(x: int, y: int = 500) -> Action:

@@ -16,8 +16,8 @@ from halo.schemas import (
     Transition,
     Viewport,
 )
-from halo_trainer.batching import advantages, select_groups
-from halo_trainer.metrics import rollout_metrics, wilson_interval
+from halo_trainer.learner.batching import advantages, select_groups
+from halo_trainer.observe.metrics import rollout_metrics, wilson_interval
 
 OFF = SamplingParams(max_tokens=256, structured_outputs="off", history_limit=8, viewport=Viewport())
 
@@ -121,8 +121,8 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
     from halo_model.inputs import PromptMismatch, prompt_inputs
     from halo_model.loading import load_model, load_processor
     from halo_model.tiny import build_tiny_model
-    from halo_trainer.batching import learner_batch
-    from halo_trainer.learner import Learner
+    from halo_trainer.learner.batching import learner_batch
+    from halo_trainer.learner.learner import Learner
 
     model_dir = build_tiny_model()
     processor = load_processor(model_dir)

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from halo_model.loading import load_processor
-from halo_trainer.checkpoint import CheckpointManager
-from halo_trainer.learner import Learner
+from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.learner import Learner
 from tests.trainer.test_learner import config, group_batch, mixed_batch, tiny_model
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -144,10 +144,10 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    import halo_trainer.checkpoint as ckpt
+    import halo_trainer.learner.checkpoint as ckpt
     from halo_model.loading import load_model, load_processor
     from tests.trainer.test_learner import config, group_batch, tiny_model
-    from halo_trainer.learner import Learner
+    from halo_trainer.learner.learner import Learner
 
     root, phase, model_dir = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     processor = load_processor(model_dir)

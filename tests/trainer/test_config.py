@@ -11,8 +11,8 @@ from halo.schemas import RunSpec
 from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import LearnerConfig, TrainerSettings
 from halo_model.tiny import default_model_dir
+from halo_trainer.api.runs import learner_model, same_model
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
-from halo_trainer.runs import learner_model, same_model
 
 
 def test_seed_hyperparameters_are_the_defaults():
@@ -183,7 +183,7 @@ def test_vllm_holds_every_adapter_version_the_default_runs_keep():
 def test_the_learner_scores_at_the_runs_temperature():
     """One owner: the run's ``temperature`` is what rollouts sample at and what the learner scores at."""
     from halo_model.grouped import grouped_logprobs
-    from halo_trainer.runs import RunManager
+    from halo_trainer.api.runs import RunManager
 
     spec = RunSpec(domain="playground", temperature=0.7)
     cfg = resolve(spec, "r16", ["t"], load_defaults("configs/rl_config.yaml"), "tiny")

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from halo_trainer.dpo import DPOStats, action_logprobs, dpo_loss
+from halo_trainer.learner.dpo import DPOStats, action_logprobs, dpo_loss
 
 
 def close(a: torch.Tensor | float, b: torch.Tensor | list | float, tol: float = 1e-6) -> bool:

@@ -10,9 +10,9 @@ from PIL import Image
 
 from halo.schemas import BranchPolicy, GroupMode
 from halo.screenshots import ScreenshotStore
-from halo_trainer.episodes import EpisodeLog, episode_image, read_episodes
-from halo_trainer.filmstrip import MARKER, draw_action, to_image_pixels
-from halo_trainer.rollout import run_job
+from halo_trainer.observe.episode_log import EpisodeLog, episode_image, read_episodes
+from halo_trainer.observe.filmstrip import MARKER, draw_action, to_image_pixels
+from halo_trainer.rollout.play import run_job
 from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from halo_trainer.eval_report import markdown
-from halo_trainer.eval_stats import exact_mcnemar, mode_summary, paired_test, rate
-from halo_trainer.evaluation import episode_seeds, read_records, sample_tasks, summarise
+from halo_trainer.evaluation.matrix import episode_seeds, read_records, sample_tasks, summarise
+from halo_trainer.evaluation.report import markdown
+from halo_trainer.evaluation.stats import exact_mcnemar, mode_summary, paired_test, rate
 
 
 def _rec(mode, task, seed, success, *, scored=True, steps=2, valid=2, ret=0.5, infra=0):

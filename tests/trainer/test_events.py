@@ -13,8 +13,8 @@ from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
-from halo_trainer.app import create_app
-from halo_trainer.runs import EVENTS_KEPT, RunManager
+from halo_trainer.api.app import create_app
+from halo_trainer.api.runs import EVENTS_KEPT, RunManager
 
 CLOSE_S = 60  # a guard: a stream that never closes fails here instead of hanging the suite
 

@@ -15,8 +15,8 @@ from halo.schemas import RunSpec
 from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
 from halo_model.loading import load_model, load_processor
-from halo_trainer.checkpoint import CheckpointManager
-from halo_trainer.learner import Learner
+from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.learner import Learner
 from tests.conftest import free_port
 from tests.trainer.test_learner import config, group_batch, tiny_model
 

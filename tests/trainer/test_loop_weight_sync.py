@@ -13,7 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from halo.settings.trainer import LearnerConfig
-from halo_trainer.learner import Learner
+from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.publisher import WeightReloadUnavailable
 from tests.trainer.loop_harness import episode, make_loop, run_with_worker
 

@@ -77,7 +77,7 @@ def test_the_learner_trains_the_vision_lora_and_saves_it_under_the_names_vllm_ma
 
     from halo.settings.trainer import LearnerConfig
     from halo_model.loading import load_model
-    from halo_trainer.learner import Learner
+    from halo_trainer.learner.learner import Learner
 
     learner = Learner(load_model(tiny_model_dir), LearnerConfig(lora_r=8, lora_alpha=16, lora_target="language+tower"))
     trained = {n for n, p in learner.model.named_parameters() if p.requires_grad}

@@ -15,7 +15,7 @@ from halo.schemas import Action, ResetResponse, Snapshot, ValidationResult
 from halo_trainer.mcts.search import check_critic, search
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import load_tree
-from halo_trainer.rollout import RunStopped
+from halo_trainer.rollout.play import RunStopped
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, Session, click, job_for, services
 
 SUCCESS = Action(action="terminate", status="success")
@@ -250,7 +250,7 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
     from halo.clients import EnvClient, RewardClient
     from halo.policy_client import PolicyClient
     from halo.schemas import SamplingParams, Viewport
-    from halo_trainer.rollout import Services
+    from halo_trainer.rollout.play import Services
     from tests.trainer.stand_ins import fixed_policy, version0
 
     env_url, reward_url, policy_url = clone_services

@@ -1,4 +1,4 @@
-"""The learner's memory plan (halo_trainer.memory_plan): the shipped GPU layouts, the refusals and the
+"""The learner's memory plan (halo_trainer.learner.memory_plan): the shipped GPU layouts, the refusals and the
 settings they name, the coefficients' source, and the check at a run's start."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from halo.schemas import RunSpec, RunState
 from halo.settings.policy import PolicySettings
 from halo.settings.trainer import TrainerSettings
-from halo_trainer import memory_plan as mp
+from halo_trainer.api.runs import MemoryPlanRefused, RunManager
 from halo_trainer.config import load_defaults, profile_for, resolve
-from halo_trainer.runs import MemoryPlanRefused, RunManager
+from halo_trainer.learner import memory_plan as mp
 from tests.trainer.test_runs import api, wait_for_state  # noqa: F401 (the run API fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -275,7 +275,7 @@ async def test_through_the_api_a_run_that_does_not_fit_fails_at_once_with_the_me
     """POST /runs answers 201; the run then fails before its learner loads, the plan's message as its error,
     and the trainer is free for the next run."""
     released: list[bool] = []
-    monkeypatch.setattr("halo_trainer.runs.release_accelerator_memory", lambda: released.append(True))
+    monkeypatch.setattr("halo_trainer.api.runs.release_accelerator_memory", lambda: released.append(True))
 
     def parts(cfg):
         settings = TrainerSettings(_env_file=None, target="gpu")

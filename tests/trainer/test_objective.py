@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from halo_trainer.objective import (
+from halo_trainer.learner.objective import (
     LossStats,
     advantages_by_group,
     group_advantages,

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from halo_trainer.metrics import GapAlarm
-from halo_trainer.objective import policy_loss
+from halo_trainer.learner.objective import policy_loss
+from halo_trainer.observe.metrics import GapAlarm
 
 
 def leaf(values: list[list[float]]) -> torch.Tensor:

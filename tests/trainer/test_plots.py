@@ -7,7 +7,7 @@ import json
 import matplotlib.pyplot as plt
 import pytest
 
-from halo_trainer.plots import compare_figure, curve_figure, main, plot_run, plot_runs
+from halo_trainer.observe.plots import compare_figure, curve_figure, main, plot_run, plot_runs
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.app import create_app
+from halo_trainer.api.app import create_app
 from tests.http_stub import OkHandler, ServedInThread
 
 

@@ -7,7 +7,7 @@ services play the same jobs in tests/e2e.
 from __future__ import annotations
 
 from halo.schemas import BranchPolicy, GroupMode, PolicyVersion
-from halo_trainer.rollout import run_job
+from halo_trainer.rollout.play import run_job
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, RewardStandIn, click, job_for, services
 
 

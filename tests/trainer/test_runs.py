@@ -23,9 +23,9 @@ from halo.schemas import RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
-from halo_trainer.app import create_app
+from halo_trainer.api.app import create_app
+from halo_trainer.api.runs import RunManager
 from halo_trainer.config import load_defaults, profile_for, resolve
-from halo_trainer.runs import RunManager
 from tests.trainer.loop_harness import TIMEOUT_S, episode, new_learner, scripted_worker
 from tests.trainer.stand_ins import EnvStandIn
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from halo_trainer.metrics import MetricsLog
-from halo_trainer.trackers import PACKAGES, Trackers, missing, wandb_run_id
+from halo_trainer.observe.metrics import MetricsLog
+from halo_trainer.observe.trackers import PACKAGES, Trackers, missing, wandb_run_id
 
 RUN = "trk-run"
 CONFIG = {"run_id": RUN, "learning_rate": 1e-6, "sampling": {"max_tokens": 64}, "report_to": ["tensorboard"]}
@@ -167,7 +167,7 @@ RESUME_SESSION = """
 import json, os, sys, time
 from pathlib import Path
 from PIL import Image
-from halo_trainer.trackers import Trackers
+from halo_trainer.observe.trackers import Trackers
 run_dir, names, session, crash = Path(sys.argv[1]), sys.argv[2].split(","), int(sys.argv[3]), sys.argv[4] == "crash"
 trackers = Trackers.open(names, run_dir, "trk-run", {"run_id": "trk-run", "learning_rate": 1e-6})
 assert sorted(trackers.trackers) == sorted(names), trackers.trackers

@@ -28,11 +28,11 @@ from halo.screenshots import ScreenshotStore
 from halo.settings.env import DEFAULT_CHROMIUM_ARGS
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, resolve
-from halo_trainer.episodes import EpisodeLog
-from halo_trainer.filmstrip import MARKER, to_image_pixels
-from halo_trainer.metrics import MetricsLog
-from halo_trainer.rollout import run_job
-from halo_trainer.viewer.__main__ import build_app
+from halo_trainer.observe.episode_log import EpisodeLog
+from halo_trainer.observe.filmstrip import MARKER, to_image_pixels
+from halo_trainer.observe.metrics import MetricsLog
+from halo_trainer.observe.viewer.__main__ import build_app
+from halo_trainer.rollout.play import run_job
 from tests.conftest import free_port, noise_png
 from tests.trainer.stand_ins import job_for, services
 

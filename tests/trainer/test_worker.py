@@ -10,8 +10,8 @@ import redis.asyncio as aioredis
 from halo.schemas import PolicyVersion, RolloutResult
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
+from halo_trainer.rollout.worker import work
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue, set_current_policy
-from halo_trainer.worker import work
 from tests.trainer.loop_harness import TIMEOUT_S
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, job_for, services
 

@@ -12,6 +12,6 @@ if __name__ == "__main__":
         sys.exit(2)
     import uvicorn
 
-    from halo_trainer.app import create_app
+    from halo_trainer.api.app import create_app
 
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

@@ -27,14 +27,14 @@ def view(ctx: typer.Context) -> None:
 
     Runs the trainer's viewer entry point; it reads the folder and the screenshot store only.
     """
-    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.viewer", *ctx.args]).returncode)
+    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.observe.viewer", *ctx.args]).returncode)
 
 
 def memory_plan(ctx: typer.Context) -> None:
     """Will the learner fit beside vLLM? The gpu target's memory plan for a card (`halo memory-plan --card
     a100-40gb`, `--two-cards`, `--help`), as the trainer checks it when a run starts; exit 1 when it does not fit.
     """
-    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.memory_plan", *ctx.args]).returncode)
+    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.learner.memory_plan", *ctx.args]).returncode)
 
 
 def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:
@@ -43,7 +43,9 @@ def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode
     if not healthy:
         err.print("[red]missing[/red]  services: some are not alive or ready (`halo stack up` starts them)")
         raise typer.Exit(1)
-    code = subprocess.run([sys.executable, "-m", "halo_trainer.smoke", "--max-steps", str(max_steps)]).returncode
+    code = subprocess.run(
+        [sys.executable, "-m", "halo_trainer.rollout.smoke", "--max-steps", str(max_steps)]
+    ).returncode
     if code:
         err.print("[red]smoke test failed[/red]: see the `missing` lines")
     raise typer.Exit(code)

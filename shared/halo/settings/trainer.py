@@ -13,7 +13,7 @@ from halo.settings import HaloSettings
 
 
 class LearnerConfig(BaseModel):
-    """Hyper-parameters of the GRPO learner (halo_trainer.learner); saved with every checkpoint.
+    """Hyper-parameters of the GRPO learner (halo_trainer.learner.learner); saved with every checkpoint.
 
     The optimiser and memory fields are set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>``
     (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``); the fields in ``RUN_OWNED_LEARNER_FIELDS``
@@ -148,7 +148,8 @@ class TrainerSettings(HaloSettings):
     )
     learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
     rollout_workers: Annotated[int, Field(ge=0, le=64)] = Field(
-        2, description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)"
+        2,
+        description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.rollout.worker`)",
     )
     job_claim_idle_s: Annotated[float, Field(gt=0)] = Field(
         60.0, description="A job silent this long (no heartbeat) is reclaimed from its dead worker, s"
@@ -182,7 +183,7 @@ class TrainerSettings(HaloSettings):
     )
     memory_check: bool = Field(
         True,
-        description="On the gpu target, refuse a run whose memory plan (halo_trainer.memory_plan) does not fit "
+        description="On the gpu target, refuse a run whose memory plan (halo_trainer.learner.memory_plan) does not fit "
         "the card; false = log the plan only",
     )
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(

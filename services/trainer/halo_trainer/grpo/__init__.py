@@ -1,1 +1,1 @@
-"""Online GRPO: the run loop (``loop``); its loss is ``halo_trainer.objective``."""
+"""Online GRPO: the run loop (``loop``); its loss is ``halo_trainer.learner.objective``."""

@@ -7,7 +7,7 @@
             plus `prefetch_updates` updates' worth more, so workers sample while the learner
             updates; failed jobs are replaced, outages waited out, duplicates dropped
         keep the groups sampled at most `max_staleness` versions ago
-        advantages per group; `epochs_per_batch` learner steps                (halo_trainer.learner)
+        advantages per group; `epochs_per_batch` learner steps                (halo_trainer.learner.learner)
         every `sync_every` updates: publish version k+1 into vLLM               (loop_parts.publisher)
         every `eval_every` updates: greedy episodes on held-out seeds          (loop_parts.evaluation)
         every `checkpoint_every` updates: checkpoint, then acknowledge the results it contains
@@ -30,11 +30,11 @@ import asyncio
 import time
 
 from halo.schemas import GroupMode, RolloutResult, Transition
-from halo_trainer.batching import advantages, learner_batch, select_groups
 from halo_trainer.config import RunConfig
+from halo_trainer.learner.batching import advantages, learner_batch, select_groups
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
-from halo_trainer.metrics import GapAlarm, rollout_metrics
+from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
 
 
 class GrpoLoop:

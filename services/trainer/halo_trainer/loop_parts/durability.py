@@ -15,8 +15,8 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
-from halo_trainer.checkpoint import CheckpointManager
-from halo_trainer.learner import Learner
+from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.pipeline import JobPipeline
 from halo_trainer.loop_parts.state import Counters
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from halo.schemas import PolicyVersion
 from halo.screenshots import ScreenshotStore
 from halo_trainer.config import RunConfig
-from halo_trainer.episodes import EpisodeLog
 from halo_trainer.loop_parts.jobs import eval_job
 from halo_trainer.loop_parts.pipeline import JobPipeline
 from halo_trainer.loop_parts.state import Counters
-from halo_trainer.metrics import wilson_interval
-from halo_trainer.trackers import Trackers
+from halo_trainer.observe.episode_log import EpisodeLog
+from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.observe.trackers import Trackers
 
 logger = logging.getLogger("halo.trainer.loop")
 

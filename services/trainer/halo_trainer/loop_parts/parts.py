@@ -25,18 +25,18 @@ from halo.queue import Delivery
 from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.checkpoint import CheckpointManager
 from halo_trainer.config import RunConfig
-from halo_trainer.episodes import EpisodeLog
-from halo_trainer.learner import Learner
+from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.durability import Durability
 from halo_trainer.loop_parts.evaluation import Evaluator
 from halo_trainer.loop_parts.pipeline import JobPipeline, Outage
 from halo_trainer.loop_parts.publisher import PolicyPublisher
 from halo_trainer.loop_parts.state import Counters
-from halo_trainer.metrics import MetricsLog
+from halo_trainer.observe.episode_log import EpisodeLog
+from halo_trainer.observe.metrics import MetricsLog
+from halo_trainer.observe.trackers import Trackers
 from halo_trainer.streams import jobs_queue, results_queue
-from halo_trainer.trackers import Trackers
 
 
 @dataclass(frozen=True)

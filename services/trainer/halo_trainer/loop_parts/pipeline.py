@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from halo.queue import Delivery, StreamQueue
 from halo.schemas import RolloutJob, RolloutResult
 from halo.transport import CallError
-from halo_trainer.episodes import EpisodeLog
 from halo_trainer.loop_parts.state import Counters
+from halo_trainer.observe.episode_log import EpisodeLog
 from halo_trainer.streams import LEARNER
 
 logger = logging.getLogger("halo.trainer.loop")

@@ -25,7 +25,7 @@ import redis.asyncio as aioredis
 from halo.policy_client import EngineDead, PolicyClient
 from halo.schemas import PolicyVersion
 from halo.transport import ServiceUnavailable
-from halo_trainer.learner import Learner
+from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.streams import set_current_policy
 

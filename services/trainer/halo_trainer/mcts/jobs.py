@@ -15,7 +15,7 @@ from pathlib import Path
 from halo.schemas import RolloutJob, RolloutResult, SearchOutcome
 from halo.transport import CallError
 from halo_trainer.mcts.search import check_critic, search
-from halo_trainer.rollout import RunStopped, Services, StopCheck
+from halo_trainer.rollout.play import RunStopped, Services, StopCheck
 
 logger = logging.getLogger("halo.trainer.mcts")
 

@@ -12,7 +12,7 @@
         load the trees; preference pairs at every explored node (theta)  (mcts.tree)
         reference log-probs of both actions of every pair: the adapter as the iteration began,
             or the base model (adapter disabled)
-        DPO step(s) on the pairs                                          (halo_trainer.dpo)
+        DPO step(s) on the pairs                                          (halo_trainer.learner.dpo)
         if a step was taken: save adapter v(k+1), load it into vLLM as `<run>-v<k+1>`, make it
             current for new searches
         every `eval_every` iterations: greedy episodes on held-out seeds

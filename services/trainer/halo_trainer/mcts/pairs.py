@@ -24,7 +24,7 @@ from halo.prompts import tool_call_regex
 from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
 from halo_model.inputs import SampleRecord, build_batch
-from halo_trainer.learner import LearnerBatch
+from halo_trainer.learner.learner import LearnerBatch
 from halo_trainer.mcts.tree import Preference, Tree
 
 

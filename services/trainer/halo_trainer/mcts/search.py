@@ -19,7 +19,7 @@ mismatch when it does not). The search::
         tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
     tree.save(<run>/trees)
 
-Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout``), so
+Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout.play``), so
 a search's requests are a GRPO episode's: the same prompts, seeds per step, reward requests and
 infrastructure handling. Reward requests of one search share its episode id, and each names the
 transition into its parent's state, so the reward service scores every edge against the memory of
@@ -50,7 +50,7 @@ from halo.transport import CallError
 from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView, check_critic, make_critic
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import Tree
-from halo_trainer.rollout import (
+from halo_trainer.rollout.play import (
     Branch,
     RunStopped,
     Services,

@@ -6,7 +6,7 @@ One ``Learner.update(batch)`` is one optimiser step:
 1. skip sequences whose advantage is 0 when there is no KL term (they have no gradient; they still
    count in the normaliser, as in the objective),
 2. per micro-batch: reference log-probs with the adapter disabled (only when ``kl_coef > 0``),
-   current log-probs with grad, the objective of ``halo_trainer.objective``, backward,
+   current log-probs with grad, the objective of ``halo_trainer.learner.objective``, backward,
 3. clip the gradient (adapter and full weights together), AdamW step, learning-rate schedule step.
 
 The LoRA adapter covers the language model, and the vision connector or tower too as the config's
@@ -54,8 +54,8 @@ from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_group
 from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.logprobs import base_model
 from halo_model.lora import lora_config
-from halo_trainer.dpo import DPOStats, dpo_loss
-from halo_trainer.objective import LossStats, entropy_from_logits, policy_loss
+from halo_trainer.learner.dpo import DPOStats, dpo_loss
+from halo_trainer.learner.objective import LossStats, entropy_from_logits, policy_loss
 
 logger = logging.getLogger(__name__)
 
@@ -369,7 +369,7 @@ class Learner:
         beta: float,
         rpo_alpha: float = 0.0,
     ) -> dict[str, float]:
-        """One optimiser step of step-level DPO (``halo_trainer.dpo``) on preference pairs: row i of
+        """One optimiser step of step-level DPO (``halo_trainer.learner.dpo``) on preference pairs: row i of
         ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
         reference's per-token log-probs of those rows (``logprobs``), computed before the step.
         Returns ``dpo/*`` metrics."""

@@ -14,12 +14,15 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import Gauge
 
 from halo.schemas import RolloutResult
-from halo_trainer.batching import Selection
-from halo_trainer.trackers import Trackers
+from halo_trainer.observe.trackers import Trackers
+
+if TYPE_CHECKING:  # batching needs torch; the API process reads metrics without it
+    from halo_trainer.learner.batching import Selection
 
 TRAINER_METRIC = Gauge("halo_trainer_metric", "Latest value of a training metric", ["run_id", "name"])
 logger = logging.getLogger("halo.trainer.metrics")

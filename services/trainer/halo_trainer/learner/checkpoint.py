@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from halo_trainer.learner import Learner
+from halo_trainer.learner.learner import Learner
 
 logger = logging.getLogger(__name__)
 

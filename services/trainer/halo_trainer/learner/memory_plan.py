@@ -1,8 +1,8 @@
 """Will the learner fit on its card beside vLLM? A memory plan, computed before the model is loaded.
 
 The trainer computes it when a run starts on the gpu target and refuses the run when it does not
-fit (``halo_trainer.runs``), naming the one setting to change; ``halo memory-plan`` (``python -m
-halo_trainer.memory_plan``) prints it without starting a run.
+fit (``halo_trainer.api.runs``), naming the one setting to change; ``halo memory-plan`` (``python -m
+halo_trainer.learner.memory_plan``) prints it without starting a run.
 
 What is counted, from the model's config and the run's settings (GiB = 2**30 bytes):
 

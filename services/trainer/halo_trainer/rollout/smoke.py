@@ -1,6 +1,6 @@
 """Smoke test of a deployment: one short greedy episode per reachable task backend, the target, what is missing.
 
-    python -m halo_trainer.smoke [--max-steps 2]    # `halo smoke` runs this after its health checks
+    python -m halo_trainer.rollout.smoke [--max-steps 2]    # `halo smoke` runs this after its health checks
 
 One line per check: ``ok``, ``missing`` (needed: the exit status is 1) or ``optional`` (absent but
 not needed here, e.g. the hosted REAL sites offline, no OpenAI key, no GPU on the cpu target).
@@ -20,8 +20,8 @@ from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, sampling_for
-from halo_trainer.mode_policy import open_mode
-from halo_trainer.rollout import Services, run_job
+from halo_trainer.rollout.mode_policy import open_mode
+from halo_trainer.rollout.play import Services, run_job
 
 # One site per backend: the embedded default's Playground (local clones) and a hosted REAL site.
 BACKEND_SITES = {"local": "playground", "real": "gomail"}

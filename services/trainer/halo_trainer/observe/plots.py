@@ -1,7 +1,7 @@
 """Learning curves of a run folder as PNG: held-out success with its 95% interval, and train reward.
 
-python -m halo_trainer.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
-python -m halo_trainer.plots RUN_DIR RUN_DIR ... [--minutes] --out compare.png   # runs on one plot
+python -m halo_trainer.observe.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
+python -m halo_trainer.observe.plots RUN_DIR RUN_DIR ... [--minutes] --out compare.png   # runs on one plot
 
 With several run folders the figure is one plot of their held-out success curves (each with its
 95% interval), labelled by run and algorithm, so methods can be compared against wall time.
@@ -155,7 +155,7 @@ def _lines(path: Path) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m halo_trainer.plots", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m halo_trainer.observe.plots", description=__doc__.splitlines()[0])
     parser.add_argument(
         "run_dir", type=Path, nargs="+", help="a run folder (var/runs/<run_id>); several: one comparison"
     )

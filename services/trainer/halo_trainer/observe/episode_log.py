@@ -20,7 +20,7 @@ from PIL import Image
 
 from halo.schemas import GroupMode, RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
-from halo_trainer.filmstrip import MAX_FRAMES, draw_action, strip
+from halo_trainer.observe.filmstrip import MAX_FRAMES, draw_action, strip
 
 RAW_CHARS = 2000
 
@@ -47,7 +47,7 @@ def _candidate(t: Transition, advantage: float, kept: bool) -> dict[str, Any]:
 
 def episode_records(result: RolloutResult, update: int, mode: GroupMode, loss_type: str) -> list[dict[str, Any]]:
     """The records of a job's episodes (none for a job that failed on infrastructure)."""
-    from halo_trainer.batching import advantages  # torch: the viewer in the API process reads records only
+    from halo_trainer.learner.batching import advantages  # torch: the viewer in the API process reads records only
 
     groups: dict[str, list[Transition]] = defaultdict(list)
     for t in result.transitions:

@@ -23,10 +23,10 @@ from halo.service import ServiceError as HTTPError
 from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.metrics import MetricsLog
-from halo_trainer.runs import RunManager, RunRefused
-from halo_trainer.viewer.routes import RunFolders, mount_viewer
-from halo_trainer.worker import make_services, work
+from halo_trainer.api.runs import RunManager, RunRefused
+from halo_trainer.observe.metrics import MetricsLog
+from halo_trainer.observe.viewer.routes import RunFolders, mount_viewer
+from halo_trainer.rollout.worker import make_services, work
 
 
 def _http_check(client: httpx.AsyncClient, url: str):

@@ -30,12 +30,12 @@ from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
+from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.learner.prompt_check import PromptCheckFailed
 from halo_trainer.mcts.search import check_critic
-from halo_trainer.prompt_check import PromptCheckFailed
-from halo_trainer.task_sets import TaskSet, TaskSetError, choose_tasks
-from halo_trainer.trackers import Trackers
-from halo_trainer.trackers import missing as missing_trackers
+from halo_trainer.observe.trackers import Trackers
+from halo_trainer.observe.trackers import missing as missing_trackers
 
 if TYPE_CHECKING:  # the loop imports torch: loaded when a run starts, not with the API
     from halo_trainer.grpo.loop import GrpoLoop
@@ -50,7 +50,7 @@ class ModelMismatch(RuntimeError):
 
 
 class MemoryPlanRefused(RuntimeError):
-    """The run's memory plan (``halo_trainer.memory_plan``) does not fit the learner's card."""
+    """The run's memory plan (``halo_trainer.learner.memory_plan``) does not fit the learner's card."""
 
 
 class RunRefused(Exception):
@@ -227,7 +227,7 @@ class RunManager:
 
     def _learner_parts(self, cfg: RunConfig):
         from halo_model.loading import load_model, load_processor
-        from halo_trainer.learner import Learner
+        from halo_trainer.learner.learner import Learner
 
         model_path = learner_model(self.settings, build=True)
         # The image budget must be the policy server's: check_served_prompt compares the two.
@@ -243,7 +243,7 @@ class RunManager:
         fit the learner's card (beside vLLM's share unless HALO_TRAINER_POLICY_SHARES_CARD=false)
         refuses the run with the setting to change (``MemoryPlanRefused``); on the cpu target it is
         only logged (the host's RAM is not checked: the tiny model needs a few hundred MB)."""
-        from halo_trainer import memory_plan
+        from halo_trainer.learner import memory_plan
 
         work = memory_plan.workload_for(cfg, learner_cfg, self.settings.resolved_dtype(), processor)
         dims = memory_plan.ModelDims.from_pretrained(model_path)
@@ -290,7 +290,7 @@ class RunManager:
     async def check_served_prompt(self, cfg: RunConfig, processor) -> None:
         """Before any job: the learner's processor must rebuild the prompt vLLM tokenises
         (``prompt_check``); an unreachable server is not an error here (the run loop waits for it)."""
-        from halo_trainer.prompt_check import served_prompt_problem
+        from halo_trainer.learner.prompt_check import served_prompt_problem
 
         try:
             problem = await served_prompt_problem(self.policy, processor, cfg.sampling, self.settings.policy_model_name)
@@ -313,10 +313,10 @@ class RunManager:
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         from halo_trainer.grpo.loop import GrpoLoop
+        from halo_trainer.learner.tower_check import check_tower_lora
         from halo_trainer.loop_parts.parts import LoopStatus
         from halo_trainer.mcts.loop import MctsLoop
-        from halo_trainer.plots import plot_run
-        from halo_trainer.tower_check import check_tower_lora
+        from halo_trainer.observe.plots import plot_run
 
         async def report(now: LoopStatus) -> None:
             status.updates, status.policy_version = now.updates, now.version

@@ -13,8 +13,8 @@ from halo.schemas import GroupMode, Transition
 from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
 from halo_model.inputs import SampleRecord, build_batch
-from halo_trainer.learner import LearnerBatch
-from halo_trainer.objective import group_advantages
+from halo_trainer.learner.learner import LearnerBatch
+from halo_trainer.learner.objective import group_advantages
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Serve the viewer on one finished run folder (or a folder of them), without Redis or the trainer:
-``python -m halo_trainer.viewer <run folder> [--port 8090] [--screenshots <dir>]`` (``halo view``)."""
+``python -m halo_trainer.observe.viewer <run folder> [--port 8090] [--screenshots <dir>]`` (``halo view``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastapi.responses import RedirectResponse
 
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.viewer.routes import RunFolders, mount_viewer
+from halo_trainer.observe.viewer.routes import RunFolders, mount_viewer
 
 
 def build_app(folder: Path, screenshots: Path) -> FastAPI:

@@ -237,8 +237,10 @@ class Trackers:
             self._each("log_images", step, images)
 
     def log_episode(self, step: int, record: dict[str, Any], store: ScreenshotStore) -> None:
-        """An episode record (``halo_trainer.episodes``) as one filmstrip image, ``eval/episode``."""
-        from halo_trainer.episodes import episode_image  # torch comes with it; the API process imports this module
+        """An episode record (``halo_trainer.observe.episode_log``) as one filmstrip image, ``eval/episode``."""
+        from halo_trainer.observe.episode_log import (
+            episode_image,  # torch comes with it; the API process imports this module
+        )
 
         if self.trackers and (image := episode_image(record, store)) is not None:
             self._each("log_images", step, {"eval/episode": image})

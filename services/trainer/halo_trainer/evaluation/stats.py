@@ -17,7 +17,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from halo_trainer.metrics import wilson_interval
+from halo_trainer.observe.metrics import wilson_interval
 
 
 def rate(successes: int, n: int) -> dict:

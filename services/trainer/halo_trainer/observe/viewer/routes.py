@@ -2,7 +2,7 @@
 
 Everything it shows comes from files a run writes (status.json, config.json, metrics.jsonl,
 eval.jsonl, episodes.jsonl) and screenshots by hash, so a finished run copied from another machine
-is shown the same way (``python -m halo_trainer.viewer <run folder>``). Inside the trainer the
+is shown the same way (``python -m halo_trainer.observe.viewer <run folder>``). Inside the trainer the
 page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws.
 """
 
@@ -20,8 +20,8 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from halo.screenshots import ScreenshotStore
-from halo_trainer.episodes import read_episodes
-from halo_trainer.filmstrip import draw_action
+from halo_trainer.observe.episode_log import read_episodes
+from halo_trainer.observe.filmstrip import draw_action
 
 STATIC = Path(__file__).parent / "static"
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-.]{1,200}$")

@@ -1,7 +1,7 @@
 """Rollout workers: take jobs from the shared Redis stream, play them, publish their results.
 
 Run inside the trainer (``rollout_workers`` tasks) or as extra processes on any host that reaches
-the same Redis and services: ``python -m halo_trainer.worker``. A worker that dies mid-job leaves
+the same Redis and services: ``python -m halo_trainer.rollout.worker``. A worker that dies mid-job leaves
 the job pending; another worker reclaims it after ``job_claim_idle_s`` (live workers send a
 heartbeat, so a long job is never stolen from a worker that is still playing it).
 """
@@ -23,7 +23,7 @@ from halo.schemas import RolloutJob
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.mcts.jobs import run_search_job
-from halo_trainer.rollout import Services, run_job
+from halo_trainer.rollout.play import Services, run_job
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue
 
 logger = logging.getLogger("halo.trainer.worker")

@@ -37,11 +37,11 @@ from halo.schemas import GroupMode, RolloutJob, RolloutResult, SamplingParams, T
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
-from halo_trainer import eval_report
 from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, sampling_for
-from halo_trainer.eval_stats import mode_summary, paired_test
-from halo_trainer.mode_policy import ModePolicy, open_mode, served_name
-from halo_trainer.rollout import Services, run_job
+from halo_trainer.evaluation import report as eval_report
+from halo_trainer.evaluation.stats import mode_summary, paired_test
+from halo_trainer.rollout.mode_policy import ModePolicy, open_mode, served_name
+from halo_trainer.rollout.play import Services, run_job
 
 # Groups of REAL v2 sites (and the local-only playground) that --subset names.
 SUBSETS: dict[str, tuple[str, ...]] = {

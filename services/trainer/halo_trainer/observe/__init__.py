@@ -1,0 +1,1 @@
+"""What a run records and shows: metrics, episode records, trackers, plots and the run viewer."""

@@ -1,0 +1,1 @@
+"""Rollout workers: jobs from the Redis stream played against the env, reward and policy services."""
