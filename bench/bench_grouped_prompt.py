@@ -65,7 +65,8 @@ from halo_model.inputs import build_batch, select_rows  # noqa: E402
 from halo_model.loading import load_model, load_processor  # noqa: E402
 from halo_model.logprobs import completion_logprobs  # noqa: E402
 from halo_model.tiny import build_tiny_model  # noqa: E402
-from halo_trainer.learner.learner import Learner, LearnerBatch  # noqa: E402
+from halo_trainer.learner.learner import Learner  # noqa: E402
+from halo_trainer.learner.learner_batch import LearnerBatch  # noqa: E402
 
 PATHS = {"per_row": completion_logprobs, "grouped": grouped_logprobs}
 

@@ -38,7 +38,8 @@ from halo_model.inputs import SampleRecord, build_batch  # noqa: E402
 from halo_model.loading import load_model, load_processor  # noqa: E402
 from halo_model.tiny import build_tiny_model  # noqa: E402
 from halo_trainer.learner.checkpoint import CheckpointManager  # noqa: E402
-from halo_trainer.learner.learner import Learner, LearnerBatch  # noqa: E402
+from halo_trainer.learner.learner import Learner  # noqa: E402
+from halo_trainer.learner.learner_batch import LearnerBatch  # noqa: E402
 
 ACTIONS = [
     Action(action="left_click", coordinate=(512, 348)),

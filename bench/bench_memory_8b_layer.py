@@ -2,7 +2,7 @@
 
 The learner's memory plan (``halo_trainer.learner.memory_plan``) scales these per-token figures by the
 layer count, the micro-batch and the sequence length; this bench measures them on the CPU, at the
-8B's real widths (``memory_plan.QWEN3_VL_8B``), with random weights:
+8B's real widths (``memory_dims.QWEN3_VL_8B``), with random weights:
 
 - one text decoder layer (transformers' ``Qwen3VLTextDecoderLayer``, SDPA attention) with the
   policy's LoRA (r=16 on q/k/v/o/gate/up/down, float32 adapter weights as ``get_peft_model`` casts
@@ -40,7 +40,7 @@ from torch.utils.checkpoint import checkpoint
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from halo_trainer.learner.memory_plan import QWEN3_VL_8B  # noqa: E402
+from halo_trainer.learner.memory_dims import QWEN3_VL_8B  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

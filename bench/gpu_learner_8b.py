@@ -58,12 +58,12 @@ from halo.schemas import RunSpec  # noqa: E402
 from halo.settings.trainer import TrainerSettings  # noqa: E402
 from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve  # noqa: E402
-from halo_trainer.learner import memory_plan  # noqa: E402
+from halo_trainer.learner import memory_dims, memory_fit, memory_parts, memory_plan  # noqa: E402
 
 # Qwen3-VL-8B-Instruct's sizes are declared once, in the memory plan (its config.json and
 # preprocessor_config.json: at these pixel limits a 1280x720 screenshot keeps its full resolution);
 # `tiny` is the project's tiny model, so the script itself is checked on machines without a GPU.
-_8B = memory_plan.QWEN3_VL_8B
+_8B = memory_dims.QWEN3_VL_8B
 DIMS: dict[str, TinyModelParams] = {
     "8b": TinyModelParams(
         **{
@@ -86,8 +86,8 @@ DIMS: dict[str, TinyModelParams] = {
         mrope_section=(24, 20, 20),
         max_position_embeddings=262144,
         deepstack_visual_indexes=(8, 16, 24),
-        max_pixels=memory_plan.QWEN3_VL_8B_MAX_PIXELS,
-        min_pixels=memory_plan.QWEN3_VL_8B_MIN_PIXELS,
+        max_pixels=memory_dims.QWEN3_VL_8B_MAX_PIXELS,
+        min_pixels=memory_dims.QWEN3_VL_8B_MIN_PIXELS,
         initializer_range=0.02,
     ),
     "tiny": TinyModelParams(),
@@ -163,20 +163,20 @@ def configured(args: argparse.Namespace) -> tuple[TrainerSettings, RunConfig, ob
     return settings, cfg, learner_cfg
 
 
-def plan_for(args, settings, cfg, learner_cfg, processor=None) -> memory_plan.MemoryPlan:
-    dims = memory_plan.QWEN3_VL_8B if args.dims == "8b" else None
+def plan_for(args, settings, cfg, learner_cfg, processor=None) -> memory_fit.MemoryPlan:
+    dims = memory_dims.QWEN3_VL_8B if args.dims == "8b" else None
     if dims is None:
         from halo_model.tiny import build_tiny_model
 
-        dims = memory_plan.ModelDims.from_pretrained(build_tiny_model())
+        dims = memory_dims.ModelDims.from_pretrained(build_tiny_model())
     work = memory_plan.workload_for(cfg, learner_cfg, settings.resolved_dtype(), processor)
     if args.device.startswith("cuda") and not args.dry_run:
         card = memory_plan.card_from_device(args.device, shares_card=False)  # the bench has the card alone
     else:
-        card = memory_plan.Card(
+        card = memory_fit.Card(
             total_gib=args.card_gib, policy_shares_card=False, gpu_memory_utilization=0.9, policy_card_gib=None
         )
-    return memory_plan.plan(dims, work, card)
+    return memory_fit.plan(dims, work, card)
 
 
 def job_samples(tokenizer, steps: int, candidates: int, completion_tokens: int):
@@ -270,7 +270,8 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     from halo_model.inputs import build_batch
     from halo_model.loading import load_processor
     from halo_model.tiny import build_tiny_model
-    from halo_trainer.learner.learner import Learner, LearnerBatch
+    from halo_trainer.learner.learner import Learner
+    from halo_trainer.learner.learner_batch import LearnerBatch
 
     cuda = args.device.startswith("cuda")
     params = DIMS[args.dims]
@@ -353,7 +354,7 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
         "dpo_peak_memory_gib": dpo_peak,
         "plan_learner_gib": plan.peak_gib,
         # What max_memory_allocated can see: the plan less the CUDA context and the allocator's margin.
-        "plan_allocated_gib": plan.peak_gib - memory_plan.CUDA_CONTEXT_GIB - plan.items[-1][1],
+        "plan_allocated_gib": plan.peak_gib - memory_parts.CUDA_CONTEXT_GIB - plan.items[-1][1],
         "forward_tflop": flops / 1e12,
         "model_tflop_per_update": passes * flops / 1e12,
         "matmul_tflops_measured": rate,

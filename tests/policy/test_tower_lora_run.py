@@ -129,7 +129,7 @@ def _batch(processor, result: SampleResult, png: bytes, advantages: list[float] 
     import torch
 
     from halo_model.inputs import SampleRecord, build_batch
-    from halo_trainer.learner.learner import LearnerBatch
+    from halo_trainer.learner.learner_batch import LearnerBatch
 
     records = [SampleRecord(GOAL, [], [png], c.token_ids, result.prompt_token_ids) for c in result.candidates]
     advantages = advantages or [0.0] * len(records)

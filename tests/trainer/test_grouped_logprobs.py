@@ -13,7 +13,8 @@ from halo_model.grouped import PackedBatch, grouped_logprobs, pack, packed_hidde
 from halo_model.inputs import SampleRecord, build_batch
 from halo_model.loading import load_processor
 from halo_model.logprobs import completion_logprobs, token_logprobs
-from halo_trainer.learner.learner import Learner, LearnerBatch, group_micro_batches, logprobs_and_entropy
+from halo_trainer.learner.learner import Learner
+from halo_trainer.learner.learner_batch import LearnerBatch, group_micro_batches, logprobs_and_entropy
 from tests.conftest import noise_png
 from tests.trainer.test_learner import GOAL, config, tiny_model
 

@@ -13,7 +13,8 @@ from safetensors import safe_open
 from halo.settings.trainer import LearnerConfig
 from halo_model.inputs import SampleRecord, build_batch, select_rows
 from halo_model.loading import load_processor
-from halo_trainer.learner.learner import Learner, LearnerBatch, logprobs_and_entropy
+from halo_trainer.learner.learner import Learner
+from halo_trainer.learner.learner_batch import LearnerBatch, logprobs_and_entropy
 from halo_trainer.learner.objective import group_advantages
 from tests.conftest import noise_png
 

@@ -30,147 +30,39 @@ one each; the same log-probs and gradients. Micro-batches keep a group's rows to
 packed on the CPU (``grouped.pack``: each prompt's pixels once) and moved to the device alone, so
 the device never holds the whole update's batch. The entropy metric is read from the logits the
 log-prob function computes (a forward hook on ``lm_head``), so nothing is computed twice.
+
+The ``Learner`` is in this module (the GRPO update, the reference policy, ``logprobs``); its parts in
+sibling modules: the batch, its micro-batches and the log-prob call (``learner_batch``), the DPO update
+(``dpo_update``), and saving and loading the adapter and the full weights (``learner_weights``).
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import torch
-from peft import PeftModel, get_peft_model, set_peft_model_state_dict
-from safetensors.torch import load_file
+from peft import PeftModel, get_peft_model
 from torch import Tensor, nn
 
 from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
 from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_groups, supports_packing
 from halo_model.inputs import PolicyBatch, select_rows
-from halo_model.logprobs import base_model
 from halo_model.lora import lora_config
-from halo_trainer.learner.dpo import DPOStats, dpo_loss
-from halo_trainer.learner.objective import LossStats, entropy_from_logits, policy_loss
+from halo_trainer.learner.dpo_update import DPOUpdate
+from halo_trainer.learner.learner_batch import LearnerBatch, LogprobFn, group_micro_batches, logprobs_and_entropy
+from halo_trainer.learner.learner_weights import LearnerWeights
+from halo_trainer.learner.objective import LossStats, policy_loss
 
 logger = logging.getLogger(__name__)
 
-# (model, batch, *, temperature, grad, allowed) -> per-completion-token log-probs [B, C], 0 off the mask
-LogprobFn = Callable[..., Tensor]
 
-
-def group_micro_batches(groups: Sequence[Sequence[int]], rows: Sequence[int], size: int) -> list[list[int]]:
-    """``rows`` in micro-batches of at most ``size`` that keep the rows of a prompt group together:
-    whole groups while they fit, a group larger than ``size`` in chunks of ``size``. A group split
-    across two micro-batches would pay its prompt pass twice."""
-    wanted = set(rows)
-    out: list[list[int]] = []
-    current: list[int] = []
-    for group in groups:
-        members = [r for r in group if r in wanted]
-        for start in range(0, len(members), size):
-            chunk = members[start : start + size]
-            if len(current) + len(chunk) > size:
-                out.append(sorted(current))
-                current = []
-            current += chunk
-    if current:
-        out.append(sorted(current))
-    return out
-
-
-@dataclass
-class LearnerBatch:
-    """A batch of completions to learn from, one row each (often one group or a few groups).
-
-    ``behaviour_logprobs[i, j]`` is the log-prob vLLM reported for completion token ``j`` of row
-    ``i`` (``Transition.behaviour_logprobs``, right-padded like ``inputs.completion_ids``); without
-    it the learner's own detached log-probs stand in (ratio 1). ``allowed`` is the structured-output
-    mask of ``halo_model.grammar.grammar_masks`` when vLLM sampled under a grammar.
-    """
-
-    inputs: PolicyBatch | PackedBatch  # packed: one micro-batch on its way to the device
-    advantages: Tensor  # [B]
-    behaviour_logprobs: Tensor | None = None  # [B, C]
-    allowed: Tensor | None = None  # [B, C, V] bool
-
-    def __len__(self) -> int:
-        return self.inputs.input_ids.shape[0]
-
-    def to(self, device: torch.device | str) -> LearnerBatch:
-        return LearnerBatch(
-            inputs=self.inputs.to(device),
-            advantages=self.advantages.to(device),
-            behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs.to(device),
-            allowed=None if self.allowed is None else self.allowed.to(device),
-        )
-
-    def select(self, rows: Sequence[int], spatial_merge_size: int) -> LearnerBatch:
-        index = torch.as_tensor(list(rows), dtype=torch.long, device=self.advantages.device)
-        return replace(
-            self,
-            inputs=select_rows(self.inputs, rows, spatial_merge_size),
-            advantages=self.advantages[index],
-            behaviour_logprobs=None if self.behaviour_logprobs is None else self.behaviour_logprobs[index],
-            allowed=None if self.allowed is None else self.allowed[index],
-        )
-
-
-def _to(tensor: Tensor | None, device: torch.device) -> Tensor | None:
-    return None if tensor is None else tensor.to(device)
-
-
-def _joined_allowed(batches: Sequence[LearnerBatch], width: int) -> Tensor | None:
-    """The batches' structured-output masks stacked row after row at ``width`` (on the CPU); True (no
-    mask) where a batch has none and on the padding."""
-    masks = [b.allowed for b in batches if b.allowed is not None]
-    if not masks:
-        return None
-    vocab = max(m.shape[-1] for m in masks)
-    parts = []
-    for b in batches:
-        mask = torch.ones((len(b), width, vocab), dtype=torch.bool)
-        if b.allowed is not None:
-            mask[:, : b.allowed.shape[1], : b.allowed.shape[2]] = b.allowed.cpu()
-        parts.append(mask)
-    return torch.cat(parts)
-
-
-def _lm_head(model: nn.Module) -> nn.Module | None:
-    return getattr(base_model(model), "lm_head", None)
-
-
-def logprobs_and_entropy(
-    logprob_fn: LogprobFn, model: nn.Module, batch: LearnerBatch, *, grad: bool, temperature: float = 1.0
-) -> tuple[Tensor, Tensor | None]:
-    """``logprob_fn``'s log-probs ``[B, C]`` and the entropy of each predicted distribution (no grad).
-
-    The entropy comes from the logits ``logprob_fn`` already computes (captured at ``lm_head``, before
-    the temperature, which is applied here as ``logprob_fn`` applies it), with the same
-    structured-output mask; None if the function does not go through ``lm_head``.
-    """
-    captured: list[Tensor] = []
-    head = _lm_head(model)
-    hook = head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach())) if head is not None else None
-    try:
-        logp = logprob_fn(model, batch.inputs, grad=grad, allowed=batch.allowed)
-    finally:
-        if hook is not None:
-            hook.remove()
-    entropy = None
-    if len(captured) == 1 and captured[0].shape[:2] == logp.shape:
-        logits = captured[0] / temperature if temperature != 1.0 else captured[0]
-        if batch.allowed is not None:
-            logits = logits.masked_fill(~batch.allowed[..., : logits.shape[-1]], float("-inf"))
-        entropy = entropy_from_logits(logits)
-    return logp, entropy
-
-
-class Learner:
+class Learner(DPOUpdate, LearnerWeights):
     """LoRA (and full-weight) policy-gradient learner over a transformers Qwen3-VL model (see the module
     docstring)."""
 
@@ -359,69 +251,6 @@ class Learner:
         self.step += 1
         return grad_norm, lr
 
-    def dpo_update(
-        self,
-        chosen: LearnerBatch,
-        rejected: LearnerBatch,
-        ref_chosen: Tensor,
-        ref_rejected: Tensor,
-        *,
-        beta: float,
-        rpo_alpha: float = 0.0,
-    ) -> dict[str, float]:
-        """One optimiser step of step-level DPO (``halo_trainer.learner.dpo``) on preference pairs: row i of
-        ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
-        reference's per-token log-probs of those rows (``logprobs``), computed before the step.
-        Returns ``dpo/*`` metrics."""
-        if len(chosen) != len(rejected) or len(chosen) == 0:
-            raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
-        n = len(chosen)
-        self.optimizer.zero_grad(set_to_none=True)
-        stats = DPOStats()
-        self.model.train()
-        try:
-            for rows in self._micro_batches(chosen.inputs, range(n)):
-                micro_w, micro_l = chosen.select(rows, self._merge), rejected.select(rows, self._merge)
-                logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
-                mask_w = micro_w.inputs.completion_mask.to(self.device)
-                mask_l = micro_l.inputs.completion_mask.to(self.device)
-                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(self.device)
-                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(self.device)
-                loss, micro_stats = dpo_loss(
-                    logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
-                )
-                loss.backward()
-                stats = stats.merge(micro_stats)
-            grad_norm, lr = self._optimizer_step(True)
-        finally:
-            self.model.eval()
-        return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
-            "dpo/grad_norm": grad_norm,
-            "dpo/lr": lr,
-            "train/step": float(self.step),
-        }
-
-    def _pair_logprobs(self, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
-        """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
-        path one packed forward, so a state's prompt is scored once for both of its actions (and an
-        action both sides share, once)."""
-        if not (self._packs and supports_packing(self.model)):
-            return tuple(
-                self.logprob_fn(self.model, m.inputs.to(self.device), grad=True, allowed=_to(m.allowed, self.device))
-                for m in (chosen, rejected)
-            )
-        width_w = chosen.inputs.completion_ids.shape[1]
-        width_l = rejected.inputs.completion_ids.shape[1]
-        allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
-        logp = self.logprob_fn(
-            self.model,
-            self._packed(chosen.inputs, rejected.inputs).to(self.device),
-            grad=True,
-            allowed=_to(allowed, self.device),
-        )
-        n = len(chosen)
-        return logp[:n, :width_w], logp[n:, :width_l]
-
     @contextmanager
     def reference_policy(self) -> Iterator[None]:
         """Inside: the model as loaded, adapter disabled and the full-weight modules at their initial
@@ -450,88 +279,3 @@ class Learner:
                 mask = None if allowed is None else allowed[rows].to(self.device)
                 out[rows] = self.logprob_fn(self.model, micro, grad=False, allowed=mask)
         return out
-
-    def save_adapter(self, directory: str | Path) -> Path:
-        """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
-        directory = Path(directory)
-        self.model.save_pretrained(str(directory))
-        return directory
-
-    def load_adapter(self, directory: str | Path) -> None:
-        """Load adapter weights written by ``save_adapter`` into this learner's adapter (same r, targets)."""
-        state = load_file(str(Path(directory) / "adapter_model.safetensors"), device=str(self.device))
-        result = set_peft_model_state_dict(self.model, state)
-        missing = [k for k in result.missing_keys if "lora_" in k]
-        if missing or result.unexpected_keys:
-            raise ValueError(
-                f"adapter does not fit this learner: missing {missing[:3]}, unexpected {result.unexpected_keys[:3]}"
-            )
-
-    # --- full weights ------------------------------------------------------------------------
-
-    def full_weight_names(self) -> list[str]:
-        """The trained base-model parameters by their checkpoint name ([] when only LoRA trains)."""
-        return list(self._full_names)
-
-    def save_initial_base_weights(self, directory: str | Path) -> Path:
-        """``save_base_weights`` with the full-weight modules at their values as loaded: the weights
-        vLLM must get back when a full-weights run ends (``PolicyPublisher.release``)."""
-        with self.reference_policy():
-            return self.save_base_weights(directory)
-
-    def save_base_weights(self, directory: str | Path, *, trained_only: bool = False) -> Path:
-        """Write the base model's weights (LoRA not merged) as safetensors with the keys, shapes and
-        dtype of the model's own folder, the full-weight modules at their trained values, plus its
-        ``config.json``: a folder vLLM's ``reload_weights`` and transformers load. Written beside it and
-        renamed into place (``full_weights.write_weights``): it replaces a folder written earlier, whole.
-
-        ``trained_only``: only the full-weight parameters, in the learner's own dtype (a checkpoint's
-        exact copy; ``load_base_weights`` reads it back)."""
-        base = self.model.get_base_model()
-        if trained_only:
-            state = dict(zip(self._full_names, self.full_params, strict=True))
-            return full_weights.write_weights(state, directory)
-        dtype = self._checkpoint_dtype()
-        config = copy.deepcopy(base.config)
-        config.dtype = dtype
-        return full_weights.write_weights(full_weights.base_state(base), directory, dtype=dtype, config=config)
-
-    def load_base_weights(self, directory: str | Path) -> None:
-        """Load base-model weights written by ``save_base_weights`` (all of them or ``trained_only``);
-        every full-weight parameter must be there, and every tensor must be a base-model parameter."""
-        state = full_weights.read_weights(directory, device=str(self.device))
-        targets = full_weights.base_state(self.model.get_base_model())
-        unknown = sorted(set(state) - set(targets))
-        missing = sorted(set(self._full_names) - set(state))
-        if unknown or missing:
-            raise ValueError(
-                f"{directory} does not fit this learner: unknown weights {unknown[:3]}, "
-                f"trained weights missing {missing[:3]} (full_weights={list(self.config.full_weights)})"
-            )
-        for name, tensor in state.items():
-            if tensor.shape != targets[name].shape:
-                raise ValueError(
-                    f"{name}: shape {tuple(tensor.shape)} in {directory}, {tuple(targets[name].shape)} here"
-                )
-        with torch.no_grad():
-            for name, tensor in state.items():
-                targets[name].copy_(tensor)
-
-    def _checkpoint_dtype(self) -> torch.dtype:
-        """The dtype of the model's own safetensors (config.json's), which the learner may hold in
-        float32; the parameters' dtype for a model without a folder."""
-        if self._saved_dtype is None:
-            from transformers import AutoConfig
-
-            base = self.model.get_base_model()
-            dtype = None
-            try:
-                dtype = AutoConfig.from_pretrained(base.config._name_or_path).dtype
-            except (OSError, ValueError):
-                logger.info(
-                    "no model folder for %r: base weights saved in the parameters' dtype", base.config._name_or_path
-                )
-            if isinstance(dtype, str):
-                dtype = getattr(torch, dtype)
-            self._saved_dtype = dtype if isinstance(dtype, torch.dtype) else self.lora_params[0].dtype
-        return self._saved_dtype

@@ -1,0 +1,102 @@
+"""The learner's step-level DPO update (``Learner.dpo_update``, the loss in ``halo_trainer.learner.dpo``):
+a mixin of ``halo_trainer.learner.learner.Learner``, which supplies the model, the optimiser, the
+micro-batches and the packing it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from halo_model.grouped import supports_packing
+from halo_trainer.learner.dpo import DPOStats, dpo_loss
+from halo_trainer.learner.learner_batch import LearnerBatch
+
+
+def _to(tensor: Tensor | None, device: torch.device) -> Tensor | None:
+    return None if tensor is None else tensor.to(device)
+
+
+def _joined_allowed(batches: Sequence[LearnerBatch], width: int) -> Tensor | None:
+    """The batches' structured-output masks stacked row after row at ``width`` (on the CPU); True (no
+    mask) where a batch has none and on the padding."""
+    masks = [b.allowed for b in batches if b.allowed is not None]
+    if not masks:
+        return None
+    vocab = max(m.shape[-1] for m in masks)
+    parts = []
+    for b in batches:
+        mask = torch.ones((len(b), width, vocab), dtype=torch.bool)
+        if b.allowed is not None:
+            mask[:, : b.allowed.shape[1], : b.allowed.shape[2]] = b.allowed.cpu()
+        parts.append(mask)
+    return torch.cat(parts)
+
+
+class DPOUpdate:
+    """``dpo_update``: one optimiser step of step-level DPO on preference pairs (see the module docstring)."""
+
+    def dpo_update(
+        self,
+        chosen: LearnerBatch,
+        rejected: LearnerBatch,
+        ref_chosen: Tensor,
+        ref_rejected: Tensor,
+        *,
+        beta: float,
+        rpo_alpha: float = 0.0,
+    ) -> dict[str, float]:
+        """One optimiser step of step-level DPO (``halo_trainer.learner.dpo``) on preference pairs: row i of
+        ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
+        reference's per-token log-probs of those rows (``logprobs``), computed before the step.
+        Returns ``dpo/*`` metrics."""
+        if len(chosen) != len(rejected) or len(chosen) == 0:
+            raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
+        n = len(chosen)
+        self.optimizer.zero_grad(set_to_none=True)
+        stats = DPOStats()
+        self.model.train()
+        try:
+            for rows in self._micro_batches(chosen.inputs, range(n)):
+                micro_w, micro_l = chosen.select(rows, self._merge), rejected.select(rows, self._merge)
+                logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
+                mask_w = micro_w.inputs.completion_mask.to(self.device)
+                mask_l = micro_l.inputs.completion_mask.to(self.device)
+                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(self.device)
+                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(self.device)
+                loss, micro_stats = dpo_loss(
+                    logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
+                )
+                loss.backward()
+                stats = stats.merge(micro_stats)
+            grad_norm, lr = self._optimizer_step(True)
+        finally:
+            self.model.eval()
+        return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
+            "dpo/grad_norm": grad_norm,
+            "dpo/lr": lr,
+            "train/step": float(self.step),
+        }
+
+    def _pair_logprobs(self, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
+        """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
+        path one packed forward, so a state's prompt is scored once for both of its actions (and an
+        action both sides share, once)."""
+        if not (self._packs and supports_packing(self.model)):
+            return tuple(
+                self.logprob_fn(self.model, m.inputs.to(self.device), grad=True, allowed=_to(m.allowed, self.device))
+                for m in (chosen, rejected)
+            )
+        width_w = chosen.inputs.completion_ids.shape[1]
+        width_l = rejected.inputs.completion_ids.shape[1]
+        allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
+        logp = self.logprob_fn(
+            self.model,
+            self._packed(chosen.inputs, rejected.inputs).to(self.device),
+            grad=True,
+            allowed=_to(allowed, self.device),
+        )
+        n = len(chosen)
+        return logp[:n, :width_w], logp[n:, :width_l]

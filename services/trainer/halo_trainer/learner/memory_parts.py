@@ -1,0 +1,196 @@
+"""What each part of the learner holds on its card, one micro-batch at a time: the memory plan's
+arithmetic (``halo_trainer.learner.memory_plan``), item by item, in GiB.
+
+What is counted, from the model's config and the run's settings (GiB = 2**30 bytes):
+
+* **weights**: every parameter in the learner's dtype (the learner keeps its own copy; vLLM has another);
+* **LoRA**: the adapter's parameters in float32 (``get_peft_model`` casts them up on a bfloat16
+  base), their gradients and AdamW's two moments: 16 bytes a parameter;
+* **full weights**: the modules trained in full get gradients, AdamW's two moments and the
+  learner's frozen reference copy, all in the model's dtype: 4 more copies of those parameters;
+* **activations**: what autograd keeps per token per decoder layer (measured at the 8B's widths,
+  ``bench/bench_memory_8b_layer.py`` -> ``bench/results/memory_8b_layer.json``, the coefficients
+  below). Under gradient checkpointing a layer keeps only its input, and the backward recomputes one
+  layer at a time: that layer's full activations are counted once more. Tokens of one micro-batch:
+  the learner's grouped path (``halo_model.grouped``) packs the rows that share a prompt into one
+  sequence, the prompt once and each completion after it, so a micro-batch holds
+  ``prompts x prompt + rows x completion`` tokens. Rows share a prompt in groups of ``group_size``:
+  a step group's N candidates (one state), a DPO pair's chosen and rejected actions (one state;
+  pairs of one micro-batch are planned at distinct states, the worst case), 1 for episode groups
+  (each row its own state). The packed attention mask ([prompts, L, L], L the packed length) is
+  counted too;
+* **logits**: on the completion positions only (``completion_logprobs``): the float32
+  log-softmax kept for the backward (measured), the ``lm_head`` output the entropy metric reads,
+  and two float32 copies alive during the backward or the entropy (estimated);
+* **vision**: the frozen tower keeps nothing for the backward, only its outputs (image
+  embeddings and DeepStack features); a tower trained in full keeps its blocks' activations
+  (measured per patch, like the decoder layers);
+* **inputs**: the micro-batch's pixels (float32, as the processor makes them) and, under a
+  structured-output grammar, its allowed-token masks ([rows, completion, vocab] booleans);
+* **CUDA context** of the trainer's process and a **margin** for the allocator's fragmentation.
+
+The KL reference pass (``kl_coef > 0``) runs without gradients before each micro-batch's gradient
+pass: its peak (weights, one layer's temporaries, the reference logits) is computed too and the
+plan takes the larger of the two. It adds no weights (LoRA's reference is the same model with the
+adapter disabled) and costs one more forward per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from halo_trainer.learner.memory_dims import (
+    DTYPE_BYTES,
+    GIB,
+    QWEN3_VL_8B_MAX_PIXELS,
+    QWEN3_VL_8B_MIN_PIXELS,
+    ModelDims,
+    image_patches,
+)
+
+# bench/results/memory_8b_layer.json: bytes autograd keeps per token (text) or patch (vision) in
+# one layer, LoRA r=16 on the decoder, at the 8B's widths (tests/trainer/test_memory_plan.py checks
+# that these equal the committed results).
+TEXT_LAYER_BYTES = {
+    ("float32", False): 324328,
+    ("float32", True): 16384,
+    ("bfloat16", False): 295656,
+    ("bfloat16", True): 8192,
+}
+VISION_BLOCK_BYTES = {
+    ("float32", False): 85200,
+    ("float32", True): 4608,
+    ("bfloat16", False): 42632,
+    ("bfloat16", True): 2304,
+}
+HEAD_SAVED_BYTES_PER_VOCAB = 4.001  # the float32 log-softmax, per completion token and vocabulary entry
+MEASURED_WIDTHS = {"hidden_size": 4096, "intermediate_size": 12288, "vision_hidden_size": 1152}
+
+# Estimates, not measured: a float32 copy of the logits is alive twice over during the backward
+# (the gradient of the log-softmax's output and of its input) and during the entropy metric.
+HEAD_TRANSIENT_FLOAT32_COPIES = 2
+CUDA_CONTEXT_GIB = 0.75  # the trainer's own CUDA context, cuBLAS/cuDNN workspaces
+MARGIN_FRACTION = 0.05  # of the learner's peak: the caching allocator's fragmentation
+MARGIN_MIN_GIB = 1.0
+# The prompt's text: system prompt, tool schema, goal, 8 history actions (907 tokens measured with
+# Qwen's tokenizer and a short goal, bench_learner's group), rounded up for longer goals.
+PROMPT_TEXT_TOKENS = 1000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one micro-batch of the learner holds, and how it trains."""
+
+    dtype: str = "bfloat16"
+    gradient_checkpointing: bool = True
+    micro_batch_size: int = 8
+    completion_tokens: int = 256
+    viewport: tuple[int, int] = (1280, 720)
+    max_pixels: int = QWEN3_VL_8B_MAX_PIXELS
+    min_pixels: int = QWEN3_VL_8B_MIN_PIXELS
+    prompt_text_tokens: int = PROMPT_TEXT_TOKENS
+    lora_r: int = 16
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    full_weights: tuple[str, ...] = ()
+    kl_coef: float = 0.0
+    grammar: bool = False  # structured outputs (regex): allowed-token masks travel with the batch
+    dpo: bool = False  # MCTS: a micro-batch holds each pair's chosen and rejected rows
+    # Rows that share one prompt, which the grouped path scores once (module docstring): a step
+    # group's N; DPO's pair (2); 1 = every row its own prompt (episode groups, the per-row path).
+    group_size: int = 8
+
+    def rows(self) -> int:
+        return self.micro_batch_size * (2 if self.dpo else 1)
+
+    def prompts(self) -> int:
+        """Distinct prompts in one micro-batch (the learner keeps a group's rows together)."""
+        share = 2 if self.dpo else max(1, self.group_size)
+        return -(-self.rows() // min(share, self.rows()))
+
+
+def prompt_tokens(dims: ModelDims, work: Workload) -> int:
+    patches = image_patches(
+        *work.viewport,
+        max_pixels=work.max_pixels,
+        min_pixels=work.min_pixels,
+        patch_size=dims.patch_size,
+        merge=dims.spatial_merge_size,
+    )
+    return patches // dims.spatial_merge_size**2 + work.prompt_text_tokens
+
+
+def _coefficient(table: dict[tuple[str, bool], int], dtype: str, checkpointing: bool, width: float) -> float:
+    """Bytes per token from the measured table, scaled from the measured widths to this model's."""
+    key = ("float32" if DTYPE_BYTES[dtype] == 4 else "bfloat16", checkpointing)
+    return table[key] * width
+
+
+def breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, str]], float]:
+    """(the gradient pass's items, the KL reference pass's peak), GiB."""
+    b = DTYPE_BYTES[work.dtype]
+    rows, prompts, ckpt = work.rows(), work.prompts(), work.gradient_checkpointing
+    prompt = prompt_tokens(dims, work)
+    tokens = prompts * prompt + rows * work.completion_tokens
+    packed_length = prompt + -(-rows // prompts) * work.completion_tokens
+    patches = prompts * image_patches(
+        *work.viewport,
+        max_pixels=work.max_pixels,
+        min_pixels=work.min_pixels,
+        patch_size=dims.patch_size,
+        merge=dims.spatial_merge_size,
+    )
+    completion = rows * work.completion_tokens
+    text_scale = (dims.hidden_size + dims.intermediate_size) / (
+        MEASURED_WIDTHS["hidden_size"] + MEASURED_WIDTHS["intermediate_size"]
+    )
+    vision_scale = dims.vision_hidden_size / MEASURED_WIDTHS["vision_hidden_size"]
+    per_layer = _coefficient(TEXT_LAYER_BYTES, work.dtype, ckpt, text_scale)
+    one_layer = _coefficient(TEXT_LAYER_BYTES, work.dtype, False, text_scale)
+    full, vision_blocks = dims.full_weight_params(work.full_weights)
+    lora = dims.lora_params(work.lora_r, work.lora_targets)
+
+    items: list[tuple[str, float, str]] = [
+        ("weights", dims.params() * b / GIB, f"{dims.params() / 1e9:.2f} B params in {work.dtype}"),
+        ("LoRA + grads + AdamW", lora * 16 / GIB, f"{lora / 1e6:.1f} M params, float32, 16 B each"),
+    ]
+    if full:
+        items.append(
+            ("full weights: reference, grads, AdamW", full * 4 * b / GIB, f"{full / 1e6:.0f} M params x 4 copies")
+        )
+    note = (
+        f"{prompts} prompts x {prompt} + {rows} completions x {work.completion_tokens} tokens"
+        f" x {dims.num_hidden_layers} layers"
+    )
+    items.append(("decoder activations", tokens * dims.num_hidden_layers * per_layer / GIB, note))
+    if ckpt:
+        items.append(("one layer recomputed (backward)", tokens * one_layer / GIB, "gradient checkpointing"))
+    # Embeddings' output, the final norm's float32 copy and the hidden-state gradient of the backward.
+    items.append(("embeddings, final norm, grads", tokens * dims.hidden_size * (3 * b + 4) / GIB, "per token"))
+    # The packed sequence's attention mask (the grouped path's custom mask), float32 at the most.
+    mask = prompts * packed_length**2 * 4
+    items.append(("packed attention mask", mask / GIB, f"{prompts} x {packed_length}^2"))
+    vision_out = prompts * (prompt - work.prompt_text_tokens) * dims.hidden_size * b * (1 + dims.deepstack_layers)
+    items.append(("vision outputs (image + DeepStack)", vision_out / GIB, "the frozen tower keeps nothing else"))
+    if vision_blocks:
+        vscale = vision_scale
+        kept = patches * vision_blocks * _coefficient(VISION_BLOCK_BYTES, work.dtype, ckpt, vscale)
+        if ckpt:
+            kept += patches * _coefficient(VISION_BLOCK_BYTES, work.dtype, False, vscale)
+        items.append(("vision activations (trained)", kept / GIB, f"{patches} patches x {vision_blocks} blocks"))
+    head_per_token = dims.vocab_size * (HEAD_SAVED_BYTES_PER_VOCAB + b + 4 * HEAD_TRANSIENT_FLOAT32_COPIES)
+    items.append(("logits (completion positions)", completion * head_per_token / GIB, f"{completion} tokens"))
+    pixel_bytes = patches * dims.in_channels * dims.temporal_patch_size * dims.patch_size**2 * 4
+    items.append(("pixels of the micro-batch", pixel_bytes / GIB, "float32"))
+    if work.grammar:
+        items.append(("grammar masks", completion * dims.vocab_size / GIB, "bool [rows, completion, vocab]"))
+    items.append(("CUDA context", CUDA_CONTEXT_GIB, "the trainer's process"))
+    peak = sum(g for _, g, _ in items)
+    items.append(("margin (allocator)", max(MARGIN_MIN_GIB, MARGIN_FRACTION * peak), f"{MARGIN_FRACTION:.0%}"))
+
+    reference = 0.0
+    if work.kl_coef > 0:
+        persistent = sum(g for name, g, _ in items if name in ("weights", "LoRA + grads + AdamW", "CUDA context"))
+        persistent += sum(g for name, g, _ in items if name.startswith("full weights"))
+        transient = tokens * one_layer + completion * dims.vocab_size * (b + 8) + vision_out + pixel_bytes + mask
+        reference = persistent + transient / GIB + items[-1][1]
+    return items, reference
