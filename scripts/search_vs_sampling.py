@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
-from halo.schemas import GroupMode, PolicyVersion, RolloutJob
+from halo.schemas import EpisodeGroupJob, PolicyVersion
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, sampling_for
 from halo_trainer.mcts.search import search
@@ -35,7 +35,7 @@ from halo_trainer.rollout.play import Services, play_episode
 from halo_trainer.rollout.worker import policy_client
 
 
-async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episodes: int) -> dict:
+async def sampled_within(svc: Services, job: EpisodeGroupJob, budget: int, max_episodes: int) -> dict:
     """Sampled episodes until ``budget`` env steps are used or one succeeds."""
     used = episodes = 0
     success = False
@@ -51,7 +51,7 @@ async def sampled_within(svc: Services, job: RolloutJob, budget: int, max_episod
     return {"success": success, "episodes": episodes, "env_steps": used}
 
 
-async def measure(svc: Services, job: RolloutJob, cfg: MCTSConfig, run_dir: Path, max_episodes: int) -> dict:
+async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir: Path, max_episodes: int) -> dict:
     """One (task, seed): a search, then sampled episodes within the env steps it used."""
     started = time.perf_counter()
     found = await search(svc, job, cfg, run_dir)
@@ -108,12 +108,11 @@ async def compare(args: argparse.Namespace) -> dict:
         async with env.hold_lease(run_id):
             for task in tasks:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
-                    job = RolloutJob(
+                    job = EpisodeGroupJob(
                         job_id=f"{run_id}-{task}-{seed}",
                         run_id=run_id,
                         task_id=task,
                         group_id=f"{run_id}-{task}-{seed}",
-                        group_mode=GroupMode.EPISODE,
                         group_size=1,
                         policy=version,
                         temperature=args.temperature,

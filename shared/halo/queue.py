@@ -23,10 +23,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from types import UnionType
+from typing import Annotated, Any, Generic, TypeVar, Union, get_args, get_origin
 
 import redis.asyncio as aioredis
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from redis.exceptions import ResponseError
 
 logger = logging.getLogger("halo.queue")
@@ -47,6 +48,10 @@ class Delivery(Generic[M]):
 class StreamQueue(Generic[M]):
     """A typed queue over one Redis stream and one consumer group.
 
+    ``model``: the message type, a model class or a union of them (an ``Annotated`` discriminated
+    union, say); messages are parsed with a ``TypeAdapter`` of it, so a union gives each message
+    its own class.
+
     ``done_ttl_s``: how long a done-mark is kept (``None``: as long as the Redis data), i.e. how
     late a duplicate can still be recognised.
     """
@@ -56,7 +61,7 @@ class StreamQueue(Generic[M]):
         redis: aioredis.Redis,
         stream: str,
         group: str,
-        model: type[M],
+        model: type[M] | Any,
         *,
         maxlen: int = 100_000,
         max_deliveries: int = 5,
@@ -66,6 +71,8 @@ class StreamQueue(Generic[M]):
         if max_deliveries < 1:
             raise ValueError("max_deliveries must be >= 1")
         self.redis, self.stream, self.group, self.model = redis, stream, group, model
+        self._adapter: TypeAdapter[M] = TypeAdapter(model)
+        self._model_name = _type_name(model)
         self.maxlen, self.max_deliveries = maxlen, max_deliveries
         self.claim_idle_ms, self.done_ttl_s = claim_idle_ms, done_ttl_s
         self.dead_stream = f"{stream}:dead"
@@ -237,9 +244,9 @@ class StreamQueue(Generic[M]):
             await self._dead_letter(entry_id, fields, f"delivered {deliveries} times (max {self.max_deliveries})")
             return None
         try:
-            message = self.model.model_validate_json(fields.get("data", ""))
+            message = self._adapter.validate_json(fields.get("data", ""))
         except ValidationError as exc:
-            await self._dead_letter(entry_id, fields, f"does not parse as {self.model.__name__}: {exc.errors()[:2]}")
+            await self._dead_letter(entry_id, fields, f"does not parse as {self._model_name}: {exc.errors()[:2]}")
             return None
         return Delivery(entry_id=entry_id, dedup_id=dedup_id, message=message, deliveries=deliveries)
 
@@ -250,6 +257,17 @@ class StreamQueue(Generic[M]):
             pipe.xadd(self.dead_stream, record, maxlen=self.maxlen, approximate=True)
             pipe.xack(self.stream, self.group, entry_id)
             await pipe.execute()
+
+
+def _type_name(model: Any) -> str:
+    """``RolloutResult``, or ``StepGroupJob | EvalJob`` for an (``Annotated``) union of models."""
+    if isinstance(model, type):
+        return model.__name__
+    if get_origin(model) is Annotated:
+        return _type_name(get_args(model)[0])
+    if get_origin(model) in (Union, UnionType):
+        return " | ".join(_type_name(arg) for arg in get_args(model))
+    return repr(model)
 
 
 def _s(value: Any) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import redis.asyncio as aioredis
 
 from halo.policy_client import PolicyClient
-from halo.schemas import EpisodeSummary, RolloutJob, RolloutResult, RunSpec
+from halo.schemas import JOB_ADAPTER, EpisodeSummary, RolloutJob, RolloutResult, RunSpec
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import LearnerConfig, TrainerSettings
 from halo_trainer import keys
@@ -136,7 +136,7 @@ async def run_with_worker(loop: GrpoLoop | MctsLoop, play: Play, stop: asyncio.E
 
 async def published_job_ids(redis: aioredis.Redis) -> list[str]:
     entries = await redis.xrange(keys.JOBS)
-    return [RolloutJob.model_validate_json(f[b"data"]).job_id for _, f in entries]
+    return [JOB_ADAPTER.validate_json(f[b"data"]).job_id for _, f in entries]
 
 
 async def used_job_ids(redis: aioredis.Redis, run_id: str = RUN) -> set[str]:

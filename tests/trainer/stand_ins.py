@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 
 from halo.policy_client import Candidate, SampleResult
 from halo.schemas import (
+    JOB_ADAPTER,
     Action,
     ActionParseError,
     ForkMethod,
     ForkResponse,
+    JobKind,
     Observation,
     ParseErrorReason,
     PolicyVersion,
@@ -238,18 +240,22 @@ def version0(run_id: str) -> PolicyVersion:
     return PolicyVersion(run_id=run_id, version=0, adapter_name="halo-base", created_at=0.0)
 
 
-def job_for(run_id: str = "run-a", **fields) -> RolloutJob:
+def job_for(run_id: str = "run-a", kind: JobKind = "train_step_group", **fields) -> RolloutJob:
+    """A job of ``kind`` with the tests' usual values (``fields`` override them), validated as the
+    job stream validates it. A search job needs its ``mcts`` settings passed."""
     base = {
         "job_id": f"{run_id}-j0",
         "run_id": run_id,
         "task_id": "local.playground-1",
         "group_id": f"{run_id}-j0",
-        "group_mode": "step",
-        "group_size": 3,
         "policy": version0(run_id),
         "temperature": 1.0,
         "seed": 7,
         "max_steps": 2,
         "sampling": SamplingParams(max_tokens=64, structured_outputs="regex", history_limit=8, viewport=Viewport()),
     }
-    return RolloutJob(**{**base, **fields})
+    if kind in ("train_step_group", "train_episode_group"):
+        base["group_size"] = 3
+    elif kind == "eval":
+        del base["temperature"]  # eval jobs are greedy
+    return JOB_ADAPTER.validate_python({**base, **fields, "kind": kind})

@@ -36,14 +36,14 @@ async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_pat
     log = EpisodeLog(tmp_path / "episodes.jsonl", every=3, mode=GroupMode.EPISODE, loss_type="dr_grpo")
     written = []
     for i in range(6):
-        job = job_for(job_id=f"j{i}", group_id=f"j{i}", group_mode="episode", group_size=2, max_steps=1)
+        job = job_for(job_id=f"j{i}", group_id=f"j{i}", kind="train_episode_group", group_size=2, max_steps=1)
         written += [r["job_id"] for r in log.write(await run_job(services(), job), update=i)]
-    evaluation = job_for(job_id="ev0", group_id="ev0", group_mode="episode", group_size=1, purpose="eval")
+    evaluation = job_for(job_id="ev0", group_id="ev0", kind="eval")
     written += [r["job_id"] for r in log.write(await run_job(services(), evaluation), update=6)]
     assert written == ["j0", "j0", "j3", "j3", "ev0"]
     assert (
         EpisodeLog(tmp_path / "none.jsonl", every=0, mode=GroupMode.EPISODE, loss_type="grpo").write(
-            await run_job(services(), job_for(group_mode="episode", group_size=2, max_steps=1)), update=0
+            await run_job(services(), job_for(kind="train_episode_group", group_size=2, max_steps=1)), update=0
         )
         == []
     )

@@ -15,7 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from halo.clients import EnvClient, RewardClient
-from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.schemas import EvalJob, PolicyVersion, RolloutJob, RolloutResult
 from halo_trainer import keys
 from halo_trainer.loop_parts.pipeline import InfrastructureOutage
 from halo_trainer.rollout.play import Services
@@ -45,7 +45,7 @@ async def test_failed_jobs_are_replaced_counted_once_and_the_adapter_returns_aft
     restarted: list[PolicyVersion] = []
 
     async def play(job: RolloutJob) -> RolloutResult:
-        if job.purpose == "eval":
+        if isinstance(job, EvalJob):
             if not job.job_id.rsplit("-", 1)[-1].startswith("r"):  # every first attempt breaks
                 return infra(job, "env: 503 no browser context is free")
             return episode(job, success=True)
@@ -186,7 +186,7 @@ async def test_an_evaluation_cut_short_by_a_stop_before_any_episode_records_noth
 
     outcome, seen = await run_with_worker(loop, play, stop)
     assert outcome == "stopped"
-    assert seen and seen[0].purpose == "eval"
+    assert seen and isinstance(seen[0], EvalJob)
     eval_log = tmp_path / "run" / "eval.jsonl"
     assert not eval_log.exists() or eval_log.read_text() == ""
     await redis.aclose()

@@ -11,7 +11,7 @@ import json
 import pytest
 import redis.asyncio as aioredis
 
-from halo.schemas import GroupMode, RolloutJob, RolloutResult
+from halo.schemas import EpisodeGroupJob, EvalJob, GroupMode, RolloutJob, RolloutResult, StepGroupJob
 from halo_trainer.config import EVAL_SEED_OFFSET
 from halo_trainer.loop_parts.parts import LoopStatus
 from tests.trainer.loop_harness import (
@@ -60,8 +60,9 @@ async def test_eval_results_are_scored_apart_and_never_trained_on(clean_redis, v
     loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=4, eval_every=2, eval_episodes=3)
 
     async def play(job: RolloutJob) -> list[RolloutResult]:
-        result = episode(job, success=job.purpose == "eval")  # evaluations succeed, training never does
-        return [result, result] if job.purpose == "eval" else [result]  # an eval result arrives twice
+        evaluation = isinstance(job, EvalJob)
+        result = episode(job, success=evaluation)  # evaluations succeed, training never does
+        return [result, result] if evaluation else [result]  # an eval result arrives twice
 
     outcome, seen = await run_with_worker(loop, play)
     assert outcome == "finished" and (loop.c.episodes_done, loop.c.updates) == (4, 2)
@@ -69,12 +70,12 @@ async def test_eval_results_are_scored_apart_and_never_trained_on(clean_redis, v
     assert [e["update"] for e in evals] == [0, 2]
     assert all(e["eval/success_rate"] == 1.0 and e["eval/episodes"] == 3 for e in evals)
     assert all(m["rollout/success_rate"] == 0.0 for m in metrics_of(tmp_path / "run"))
-    eval_jobs = [j for j in seen if j.purpose == "eval"]
+    eval_jobs = [j for j in seen if isinstance(j, EvalJob)]
     assert len(eval_jobs) == 6
-    assert {(j.temperature, j.group_size, j.group_mode) for j in eval_jobs} == {(0.0, 1, GroupMode.EPISODE)}
+    assert {(j.kind, j.temperature, j.group_size) for j in eval_jobs} == {("eval", 0.0, 1)}
     assert sorted(j.seed for j in eval_jobs) == sorted([EVAL_SEED_OFFSET + i for i in range(3)] * 2)
     # Only training jobs count as used; every result, both eval copies included, was acknowledged.
-    assert await used_job_ids(redis) == {j.job_id for j in seen if j.purpose == "train"}
+    assert await used_job_ids(redis) == {j.job_id for j in seen if not isinstance(j, EvalJob)}
     assert await results_pending(redis) == 0
     await redis.aclose()
 
@@ -97,6 +98,7 @@ async def test_jobs_published_never_exceed_what_the_episodes_need(clean_redis, v
     published = await published_job_ids(redis)
     assert len(published) == len(set(published)) == loop.c.jobs_published == 5
     assert max(in_flight) <= loop.cfg.jobs_per_update
+    assert all(isinstance(j, StepGroupJob) for j in seen)  # the run's group mode is the jobs' kind
     await redis.aclose()
 
 
@@ -145,6 +147,7 @@ async def test_an_episode_group_job_counts_as_its_n_episodes_in_the_budget(
     outcome, seen = await run_with_worker(loop, play)
     assert outcome == "finished" and (loop.c.episodes_done, loop.c.updates) == (6, 2)
     assert len(await published_job_ids(redis)) == loop.c.jobs_published == 3
+    assert all(isinstance(j, EpisodeGroupJob) and j.group_size == 2 for j in seen)
     await redis.aclose()
 
 

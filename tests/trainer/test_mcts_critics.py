@@ -16,7 +16,7 @@ import pytest
 from halo.openai_client import OpenAIChatClient
 from halo.policy_client import Candidate, PolicyClient
 from halo.queue import StreamQueue
-from halo.schemas import Action, RewardBreakdown, RolloutJob
+from halo.schemas import Action, RewardBreakdown, RolloutJob, SearchJob
 from halo.schemas.search_settings import MCTSConfig
 from halo_trainer.mcts.critics import (
     CriticAnswerError,
@@ -96,17 +96,17 @@ async def test_search_settings_travel_typed_through_redis(aredis, key_prefix):
         simulations=7, critic="openai", critic_model="gpt-4o-mini", critic_api_key_env="MY_KEY", dense_return=True
     )
     queue = StreamQueue(aredis, f"{key_prefix}:jobs", "workers", RolloutJob)
-    await queue.publish(job_for(purpose="search", mcts=settings))
+    await queue.publish(job_for(kind="search", mcts=settings))
     # A job written before the settings were typed (a plain dict of the same fields) still reads.
-    await queue.publish(job_for(purpose="search", mcts={"simulations": 3, "critic": "progress"}))
+    await queue.publish(job_for(kind="search", mcts={"simulations": 3, "critic": "progress"}))
     first, old = [d.message for d in await queue.consume("w0", count=2)]
-    assert isinstance(first.mcts, MCTSConfig) and first.mcts == settings
+    assert isinstance(first, SearchJob) and isinstance(first.mcts, MCTSConfig) and first.mcts == settings
     assert old.mcts == MCTSConfig(simulations=3, critic="progress")
     # Bad settings never reach a worker: the job does not validate.
     with pytest.raises(ValueError, match="simulations"):
-        job_for(purpose="search", mcts={"simulations": 0})
+        job_for(kind="search", mcts={"simulations": 0})
     with pytest.raises(ValueError, match="critic_base_url"):
-        job_for(purpose="search", mcts={"critic_base_url": "file:///etc/passwd"})
+        job_for(kind="search", mcts={"critic_base_url": "file:///etc/passwd"})
     # The key never travels: only the name of the variable holding it.
     assert "MY_KEY" in first.model_dump_json() and 'api_key":' not in first.model_dump_json()
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+from pydantic import ValidationError
 
 from halo.policy_client import PolicyClient
-from halo.schemas import RolloutJob, RolloutResult, RunSpec, SearchOutcome
+from halo.schemas import RolloutJob, RolloutResult, RunSpec, SearchJob, SearchOutcome
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_model.inputs import prompt_inputs
@@ -135,7 +136,7 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
     assert outcome == "finished"
     # Every training job is a search carrying the run's settings; ids are GRPO's deterministic ones.
     assert [j.job_id for j in seen] == [f"{RUN}-j{i}" for i in range(4)]
-    assert all(j.purpose == "search" and j.mcts == loop.search for j in seen)
+    assert all(isinstance(j, SearchJob) and j.mcts == loop.search for j in seen)
     assert seen[0].mcts.simulations == 7 and seen[0].max_steps == loop.search.max_depth
     lines = [json.loads(line) for line in (loop.parts.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [line["update"] for line in lines] == [1, 2]
@@ -227,11 +228,12 @@ async def test_an_iteration_without_pairs_takes_no_step_and_keeps_the_version(
 
 async def test_a_search_job_the_search_cannot_run_comes_back_as_a_failure_not_a_crash(tmp_path):
     keyless = {"critic": "openai", "critic_api_key_env": "HALO_TEST_NO_SUCH_KEY"}
-    result = await run_search_job(services(), job_for(purpose="search", mcts=keyless), tmp_path)
+    result = await run_search_job(services(), job_for(kind="search", mcts=keyless), tmp_path)
     assert result.purpose == "search" and result.search is None
     assert "critic 'openai' needs an API key" in (result.infra_error or "")
-    bad = await run_search_job(services(), job_for(purpose="search"), tmp_path)
-    assert "without search settings" in (bad.infra_error or "")
+    # A search job without its settings cannot be built, nor read from the job stream.
+    with pytest.raises(ValidationError, match="mcts"):
+        job_for(kind="search")
 
 
 def test_mcts_settings_resolve_from_the_defaults_profile_and_request():

@@ -306,7 +306,7 @@ def _script():
 
 async def test_sampled_episodes_stay_within_the_search_budget():
     sampled_within = _script().sampled_within
-    job = job_for(group_mode="episode", group_size=1, max_steps=2)
+    job = job_for(kind="train_episode_group", group_size=1, max_steps=2)
     # clicks only: each episode is cut at 2 steps; the third would pass a budget of 5 and does not count
     env = EnvStandIn()
     out = await sampled_within(services(env=env, policy=PolicyStandIn(lambda n, i: [click(100)])), job, 5, 50)

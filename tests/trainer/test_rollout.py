@@ -6,7 +6,7 @@ services play the same jobs in tests/e2e.
 
 from __future__ import annotations
 
-from halo.schemas import BranchPolicy, GroupMode, PolicyVersion
+from halo.schemas import BranchPolicy, PolicyVersion
 from halo_trainer.rollout.play import run_job
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, RewardStandIn, click, job_for, services
 
@@ -75,7 +75,7 @@ async def test_an_episode_group_plays_n_episodes_of_one_task_and_seed_and_credit
     env = EnvStandIn()
 
     policy = PolicyStandIn(lambda n, i: [click(100 + 100 * (i % 3))])  # the episodes' steps interleave
-    job = job_for(group_mode=GroupMode.EPISODE, group_size=3, max_steps=2)
+    job = job_for(kind="train_episode_group", group_size=3, max_steps=2)
     result = await run_job(services(env, policy), job)
 
     assert env.resets == [(job.task_id, job.seed)] * 3 and env.forks == []
@@ -104,7 +104,7 @@ async def test_train_samples_read_the_current_version_every_step_and_eval_sample
 
     policy = PolicyStandIn()
     frozen = PolicyVersion(run_id="run-a", version=5, adapter_name="run-a-v5", created_at=0.0)
-    job = job_for(purpose="eval", group_mode="episode", group_size=1, temperature=0.0, policy=frozen)
+    job = job_for(kind="eval", policy=frozen)
     evaluation = await run_job(services(policy=policy, current=current), job)
     assert [r["model"] for r in policy.requests] == ["run-a-v5", "run-a-v5"]
     assert all(r["temperature"] == 0.0 for r in policy.requests)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter
+from pydantic_core import PydanticCustomError
 
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.base import Message
@@ -54,22 +55,92 @@ class SamplingParams(Message):
     viewport: Viewport  # the screen size the prompt describes (the env's viewport)
 
 
-class RolloutJob(Message):
+# -- jobs: what a worker is asked to play -----------------------------------------------------------
+# Four kinds, told apart by ``kind`` (a discriminated union): what each kind needs is a required
+# field of its class, and what it must not vary is refused when the message is built or parsed.
+
+JobKind = Literal["train_step_group", "train_episode_group", "search", "eval"]
+JobPurpose = Literal["train", "eval", "search"]  # what its results say they are (RolloutResult.purpose)
+
+
+class JobBase(Message):
+    """What every job carries: which task and seed, the policy, and how the policy is sampled."""
+
     job_id: Id
     run_id: Id
+    kind: JobKind
     task_id: Id
     group_id: Id
-    group_mode: GroupMode
-    group_size: Annotated[int, Field(ge=1, le=32)]
+    # A train or search job's policy when it was published (each sample reads the run's current
+    # version); an eval job's is the one version every sample of it uses.
     policy: PolicyVersion
     temperature: Annotated[float, Field(ge=0.0, le=2.0)]
     seed: Annotated[int, Field(ge=0)]
     max_steps: Annotated[int, Field(ge=1, le=200)]
-    branch: BranchPolicy = BranchPolicy.SAMPLED
-    # search: one MCTS search of the task (halo_trainer.mcts) with the run's search settings in ``mcts``
-    purpose: Literal["train", "eval", "search"] = "train"
     sampling: SamplingParams
-    mcts: MCTSConfig | None = None
+
+    purpose: ClassVar[JobPurpose]
+
+
+class StepGroupJob(JobBase):
+    """Training: one episode that samples ``group_size`` actions at every state and plays each in
+    its own fork of that state (a group of one has nothing to fork: it plays one plain episode)."""
+
+    kind: Literal["train_step_group"] = "train_step_group"
+    group_size: Annotated[int, Field(ge=1, le=32)]
+    branch: BranchPolicy = BranchPolicy.SAMPLED  # which fork the episode continues from
+
+    purpose: ClassVar[JobPurpose] = "train"
+
+
+class EpisodeGroupJob(JobBase):
+    """Training: ``group_size`` full episodes of the task and seed, compared by their returns."""
+
+    kind: Literal["train_episode_group"] = "train_episode_group"
+    group_size: Annotated[int, Field(ge=1, le=32)]
+
+    purpose: ClassVar[JobPurpose] = "train"
+
+
+class SearchJob(JobBase):
+    """One MCTS search of the task (halo_trainer.mcts) with the run's search settings."""
+
+    kind: Literal["search"] = "search"
+    mcts: MCTSConfig
+
+    purpose: ClassVar[JobPurpose] = "search"
+
+
+def _greedy(value: float) -> float:
+    if value != 0.0:
+        raise PydanticCustomError(
+            "eval_temperature", "an eval job is greedy: temperature must be 0, not {value}", {"value": value}
+        )
+    return value
+
+
+def _one_episode(value: int) -> int:
+    if value != 1:
+        raise PydanticCustomError(
+            "eval_group_size", "an eval job plays one episode: group_size must be 1, not {value}", {"value": value}
+        )
+    return value
+
+
+class EvalJob(JobBase):
+    """Evaluation: one greedy episode with the job's own policy version (never the run's current one)."""
+
+    kind: Literal["eval"] = "eval"
+    temperature: Annotated[float, AfterValidator(_greedy)] = 0.0
+    group_size: Annotated[int, AfterValidator(_one_episode)] = 1
+
+    purpose: ClassVar[JobPurpose] = "eval"
+
+
+# The job stream's message: one of the four kinds, picked by ``kind``. Validate with ``JOB_ADAPTER`` (or
+# any TypeAdapter of it); a message without a known ``kind`` is refused, naming the field.
+RolloutJob = Annotated[StepGroupJob | EpisodeGroupJob | SearchJob | EvalJob, Field(discriminator="kind")]
+JOB_ADAPTER: TypeAdapter[RolloutJob] = TypeAdapter(RolloutJob)
 
 
 class PromptRecord(Message):

@@ -11,8 +11,8 @@
 2. ``--sample-size`` tasks drawn with ``random.Random(seed)`` from the sorted pool, each played
    ``--episodes-per-task`` times with seeds derived from ``--seed``: every mode sees the same
    (task, seed) pairs.
-3. Each episode is one greedy episode of the trainer's own rollout code (``run_job``, purpose
-   eval). An episode that fails on infrastructure is replayed (``--infra-retries``); the failures
+3. Each episode is one greedy episode of the trainer's own rollout code (``run_job`` of an
+   ``EvalJob``). An episode that fails on infrastructure is replayed (``--infra-retries``); the failures
    are counted apart and never scored.
 4. Results go to ``<data_dir>/eval/<id>/``: ``plan.json``, ``episodes.jsonl`` (one line per
    finished episode, appended as it ends), ``results.json``, ``table.md`` and ``chart.png``. The id
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
 from halo.modes import MODES, ModeError, get_mode
-from halo.schemas import GroupMode, RolloutJob, RolloutResult, SamplingParams, Task
+from halo.schemas import EvalJob, RolloutResult, SamplingParams, Task
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
@@ -129,22 +129,16 @@ def plan_id(plan: dict) -> str:
     return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _job(
-    eval_id: str, mp: ModePolicy, task: str, seed: int, attempt: int, args, sampling: SamplingParams
-) -> RolloutJob:
+def _job(eval_id: str, mp: ModePolicy, task: str, seed: int, attempt: int, args, sampling: SamplingParams) -> EvalJob:
     job_id = f"{eval_id}-{mp.mode.name}-{task}-{seed}-a{attempt}"
-    return RolloutJob(
+    return EvalJob(
         job_id=job_id,
         run_id=f"eval-{eval_id}",
         task_id=task,
         group_id=job_id,
-        group_mode=GroupMode.EPISODE,
-        group_size=1,
         policy=mp.version,
-        temperature=0.0,
         seed=seed,
         max_steps=args.max_steps,
-        purpose="eval",
         sampling=sampling,
     )
 

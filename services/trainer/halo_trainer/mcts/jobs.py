@@ -1,6 +1,6 @@
 """A search job as a worker plays it: one MCTS search, its tree file, a result saying where it is.
 
-Search jobs travel on the same job stream as GRPO's rollout jobs (``purpose="search"``), so they
+Search jobs (``SearchJob``) travel on the same job stream as GRPO's rollout jobs, so they
 get the same claiming, heartbeats, duplicate handling and infrastructure handling: a search that a
 service broke comes back as a result with ``infra_error`` (never a tree to learn from), and the run
 loop replaces it.
@@ -12,7 +12,7 @@ import logging
 import time
 from pathlib import Path
 
-from halo.schemas import RolloutJob, RolloutResult, SearchOutcome
+from halo.schemas import RolloutResult, SearchJob, SearchOutcome
 from halo.transport import CallError
 from halo_trainer.mcts.search import check_critic, search
 from halo_trainer.rollout.play import RunStopped, Services, StopCheck
@@ -21,15 +21,13 @@ logger = logging.getLogger("halo.trainer.mcts")
 
 
 async def run_search_job(
-    svc: Services, job: RolloutJob, runs_dir: Path, stopped: StopCheck | None = None
+    svc: Services, job: SearchJob, runs_dir: Path, stopped: StopCheck | None = None
 ) -> RolloutResult:
     """Search ``job``'s task and seed with the run's settings; the tree goes to ``<runs_dir>/<run>/trees``."""
     started = time.perf_counter()
-    result = RolloutResult(job_id=job.job_id, run_id=job.run_id, purpose="search", policy_version=job.policy.version)
-    cfg = job.mcts
+    result = RolloutResult(job_id=job.job_id, run_id=job.run_id, purpose=job.purpose, policy_version=job.policy.version)
+    cfg = job.mcts  # required: a search job without its settings does not parse
     try:
-        if cfg is None:
-            raise ValueError("a search job without search settings (RolloutJob.mcts)")
         check_critic(cfg)  # e.g. the openai critic's key is not set where this worker runs
     except ValueError as exc:
         # A job no search can run: say so in the result (the loop fails the run on it), never crash the worker.

@@ -38,9 +38,9 @@ import logging
 import time
 from collections import defaultdict
 
-from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.schemas import PolicyVersion, RolloutResult, SearchJob
 from halo_trainer.config import RunConfig
-from halo_trainer.loop_parts.jobs import train_job
+from halo_trainer.loop_parts.jobs import search_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
 from halo_trainer.mcts.settings import Reference
@@ -75,11 +75,9 @@ class MctsLoop:
             await parts.close_update(metrics)
         return await parts.finish(stop)
 
-    def _search_job(self, policy: PolicyVersion, index: int) -> RolloutJob:
+    def _search_job(self, policy: PolicyVersion, index: int) -> SearchJob:
         """A search of GRPO's job ``index`` (same deterministic id, task and seed)."""
-        return train_job(self.cfg, policy, index).model_copy(
-            update={"purpose": "search", "group_size": 1, "max_steps": self.search.max_depth, "mcts": self.search}
-        )
+        return search_job(self.cfg, policy, index)
 
     async def _learn_from(self, messages: list[RolloutResult]) -> dict[str, float]:
         """The iteration's trees: search metrics, preference pairs, and a DPO step when there are pairs."""

@@ -1,4 +1,5 @@
-"""Rollouts: play one ``RolloutJob`` through the environment, policy and reward services.
+"""Rollouts: play one training or eval job (``StepGroupJob``, ``EpisodeGroupJob``, ``EvalJob``)
+through the environment, policy and reward services.
 
 Step groups (the seeds' algorithm), one group per visited state::
 
@@ -12,6 +13,7 @@ Step groups (the seeds' algorithm), one group per visited state::
 
 Episode groups: N independent episodes of the same task and seed (one sample per step); every
 transition of episode i is credited the episode's return (A_i = R_i - mean(R) in the learner).
+An eval job is an episode group of one greedy episode, sampled with its own policy version.
 
 Infrastructure failures (browser crash, timeouts, a service down) are never scored: the
 transition is flagged ``infra_error`` and the learner drops it.
@@ -33,17 +35,19 @@ from halo.clients import EnvClient, RewardClient
 from halo.policy_client import Candidate, PolicyClient, SampleAborted
 from halo.schemas import (
     BranchPolicy,
+    EpisodeGroupJob,
     EpisodeSummary,
     ErrorKind,
-    GroupMode,
+    EvalJob,
+    JobBase,
     Observation,
     PolicyVersion,
     PromptRecord,
     RewardBreakdown,
     RewardRequest,
-    RolloutJob,
     RolloutResult,
     StateSummary,
+    StepGroupJob,
     StepResponse,
     Transition,
 )
@@ -69,7 +73,7 @@ class RunStopped(Exception):
     """The job's run was stopped: the job is abandoned between two steps."""
 
 
-async def _check_stop(stopped: StopCheck | None, job: RolloutJob, step: int) -> None:
+async def _check_stop(stopped: StopCheck | None, job: JobBase, step: int) -> None:
     if stopped is not None and step > 0 and await stopped():
         raise RunStopped(f"abandoned at step {step}: run {job.run_id} was stopped")
 
@@ -98,7 +102,7 @@ def _domain(task_id: str) -> str:
 
 async def execute_candidate(
     svc: Services,
-    job: RolloutJob,
+    job: JobBase,
     episode_id: str,
     step: int,
     obs: Observation,
@@ -153,7 +157,7 @@ async def execute_candidate(
 
 
 def _transition(
-    job: RolloutJob,
+    job: JobBase,
     episode_id: str,
     group_id: str,
     step: int,
@@ -203,13 +207,17 @@ def _choose(branches: Sequence[Branch], policy: BranchPolicy, rng: random.Random
 
 
 async def sample_candidates(
-    svc: Services, job: RolloutJob, obs: Observation, history: list[str], n: int, step: int, episode: int = 0
+    svc: Services, job: JobBase, obs: Observation, history: list[str], n: int, step: int, episode: int = 0
 ):
-    """Ask the policy for n candidates at obs; return them, the prompt record and the policy version."""
+    """Ask the policy for n candidates at obs; return them, the prompt record and the policy version.
+
+    An eval job samples the version it carries; every other kind the run's current one.
+    """
     png = await svc.env.screenshot(obs.screenshot.sha256)
     seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
+    pinned = isinstance(job, EvalJob)
     for attempt in range(3):
-        version = await svc.current_policy(job.run_id) if job.purpose != "eval" else job.policy
+        version = job.policy if pinned else await svc.current_policy(job.run_id)
         try:
             result = await svc.policy.sample_actions(
                 png,
@@ -225,7 +233,7 @@ async def sample_candidates(
         except (SampleAborted, NotFound):
             # A full-weights run replaced the weights under this version (PolicyClient.publish_weights):
             # nothing was sampled; ask again with the version now current. Eval jobs keep theirs.
-            if job.purpose == "eval" or attempt == 2:
+            if pinned or attempt == 2:
                 raise
             logger.info(
                 "job %s step %d: %s retired by a weight sync; sampling again", job.job_id, step, version.adapter_name
@@ -267,7 +275,7 @@ class Trace:
             self.success = branch.step.info.get("task_success")
         return branch.step.observation
 
-    def summary(self, job: RolloutJob) -> EpisodeSummary:
+    def summary(self, job: StepGroupJob | EpisodeGroupJob | EvalJob) -> EpisodeSummary:
         return EpisodeSummary(
             run_id=job.run_id,
             job_id=job.job_id,
@@ -286,7 +294,7 @@ class Trace:
         )
 
 
-async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
+async def run_step_groups(svc: Services, job: StepGroupJob, stopped: StopCheck | None = None) -> RolloutResult:
     """One episode that branches N ways at every state (see module docstring)."""
     rng = random.Random(job.seed)
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
@@ -337,7 +345,7 @@ async def run_step_groups(svc: Services, job: RolloutJob, stopped: StopCheck | N
 
 
 async def play_episode(
-    svc: Services, job: RolloutJob, index: int, stopped: StopCheck | None = None
+    svc: Services, job: StepGroupJob | EpisodeGroupJob | EvalJob, index: int, stopped: StopCheck | None = None
 ) -> tuple[list[Transition], EpisodeSummary]:
     """One plain episode: one sample per step (greedy when temperature is 0)."""
     reset = await svc.env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
@@ -365,7 +373,9 @@ async def play_episode(
     return transitions, trace.summary(job)
 
 
-async def run_episode_group(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
+async def run_episode_group(
+    svc: Services, job: StepGroupJob | EpisodeGroupJob | EvalJob, stopped: StopCheck | None = None
+) -> RolloutResult:
     """N full episodes of the same task and seed; advantages come from their returns."""
     played = await asyncio.gather(*(play_episode(svc, job, i, stopped) for i in range(job.group_size)))
     return RolloutResult(
@@ -378,14 +388,18 @@ async def run_episode_group(svc: Services, job: RolloutJob, stopped: StopCheck |
     )
 
 
-async def run_job(svc: Services, job: RolloutJob, stopped: StopCheck | None = None) -> RolloutResult:
-    """Play a job; an infrastructure failure becomes a result that says so (never a score).
+async def run_job(
+    svc: Services, job: StepGroupJob | EpisodeGroupJob | EvalJob, stopped: StopCheck | None = None
+) -> RolloutResult:
+    """Play a training or eval job; an infrastructure failure becomes a result that says so (never a score).
 
-    ``stopped`` is asked before every step after the first: True abandons the job there.
+    A step group forks at every state; an episode group, an eval job and a step group of one (nothing
+    to fork) play plain episodes. ``stopped`` is asked before every step after the first: True
+    abandons the job there.
     """
     started = time.perf_counter()
     try:
-        if job.group_mode is GroupMode.STEP and job.group_size > 1:
+        if isinstance(job, StepGroupJob) and job.group_size > 1:
             result = await run_step_groups(svc, job, stopped)
         else:
             result = await run_episode_group(svc, job, stopped)

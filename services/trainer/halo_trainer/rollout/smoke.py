@@ -15,7 +15,7 @@ import time
 
 from halo.clients import EnvClient, RewardClient
 from halo.modes import ModeError
-from halo.schemas import GroupMode, RolloutJob
+from halo.schemas import EvalJob
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
@@ -75,18 +75,14 @@ async def smoke(max_steps: int) -> bool:
                 ok &= backend != "local"
                 _say(kind, f"{backend} sites", f"unreachable ({why})")
                 continue
-            job = RolloutJob(
+            job = EvalJob(
                 job_id=f"{run_id}-{backend}",
                 run_id=run_id,
                 task_id=task,
                 group_id=f"{run_id}-{backend}",
-                group_mode=GroupMode.EPISODE,
-                group_size=1,
                 policy=mp.version,
-                temperature=0.0,
                 seed=EVAL_SEED_OFFSET,
                 max_steps=max_steps,
-                purpose="eval",
                 sampling=sampling,
             )
             result = await run_job(svc, job)

@@ -4,6 +4,8 @@ Run inside the trainer (``rollout_workers`` tasks) or as extra processes on any 
 the same Redis and services: ``python -m halo_trainer.rollout.worker``. A worker that dies mid-job leaves
 the job pending; another worker reclaims it after ``job_claim_idle_s`` (live workers send a
 heartbeat, so a long job is never stolen from a worker that is still playing it).
+
+What plays a job is decided in one place, ``play``, by the job's kind (``halo.schemas.RolloutJob``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import asyncio
 import logging
 import os
 import socket
+from pathlib import Path
+from typing import assert_never
 
 import redis.asyncio as aioredis
 
@@ -19,14 +23,25 @@ from halo.clients import EnvClient, RewardClient
 from halo.logging import setup_logging
 from halo.policy_client import PolicyClient
 from halo.queue import Delivery, StreamQueue
-from halo.schemas import RolloutJob
+from halo.schemas import EpisodeGroupJob, EvalJob, RolloutJob, RolloutResult, SearchJob, StepGroupJob
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.mcts.jobs import run_search_job
-from halo_trainer.rollout.play import Services, run_job
+from halo_trainer.rollout.play import Services, StopCheck, run_job
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue
 
 logger = logging.getLogger("halo.trainer.worker")
+
+
+async def play(services: Services, job: RolloutJob, runs_dir: Path, stopped: StopCheck | None = None) -> RolloutResult:
+    """Play ``job`` as its kind says: the one place a job's kind picks what runs it."""
+    match job:
+        case SearchJob():  # an MCTS search (halo_trainer.mcts); the tree goes to the run folder
+            return await run_search_job(services, job, runs_dir, stopped)
+        case StepGroupJob() | EpisodeGroupJob() | EvalJob():  # rollouts (halo_trainer.rollout.play)
+            return await run_job(services, job, stopped)
+        case _:
+            assert_never(job)
 
 
 async def work(
@@ -46,10 +61,7 @@ async def work(
             return bool(await redis.sismember(keys.STOPPED_RUNS, job.run_id))
 
         try:
-            if job.purpose == "search":  # an MCTS search (halo_trainer.mcts); the tree goes to the run folder
-                result = await run_search_job(services, job, settings.runs_dir, stopped)
-            else:
-                result = await run_job(services, job, stopped)
+            result = await play(services, job, settings.runs_dir, stopped)
         finally:
             heartbeat.cancel()
         # Published before the job is acknowledged: a crash in between replays the job, and the
