@@ -83,7 +83,7 @@ def setup(group: int) -> tuple[Path, LearnerBatch, LearnerConfig]:
         lora_r=8,
         lora_alpha=16,
         micro_batch_size=group,
-        max_completion_tokens=max(64, max_completion),
+        max_tokens=max(64, max_completion),
     )
     return model_dir, batch, config
 
@@ -283,7 +283,7 @@ def dpo_setup(group: int) -> tuple[Path, list[tuple[int, int]], LearnerBatch, Le
         lora_r=8,
         lora_alpha=16,
         micro_batch_size=LearnerConfig().micro_batch_size,  # pairs per micro-batch, the trainer's default
-        max_completion_tokens=max(64, max_completion),
+        max_tokens=max(64, max_completion),
         adam_eps=1e-3,
     )
     return model_dir, pairs, chosen, rejected, config

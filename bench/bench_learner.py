@@ -126,7 +126,7 @@ def main() -> None:
     }
     for name, kl in (("update_kl0", 0.0), ("update_kl0.04", 0.04)):
         config = LearnerConfig(
-            learning_rate=1e-4, lora_r=8, lora_alpha=16, kl_coef=kl, max_completion_tokens=max(64, max_completion)
+            learning_rate=1e-4, lora_r=8, lora_alpha=16, kl_coef=kl, max_tokens=max(64, max_completion)
         )
         learner = Learner(load_model(model_dir), config)
         learner.update(batch)  # warm-up

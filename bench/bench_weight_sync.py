@@ -107,7 +107,7 @@ async def measure_tiny(settings, model_dir: Path, reps: int, work: Path) -> dict
         for preset in PRESETS:
             learner = Learner(
                 load_model(model_dir),
-                LearnerConfig(lora_r=8, lora_alpha=16.0, max_completion_tokens=48, full_weights=(preset,)),
+                LearnerConfig(lora_r=8, lora_alpha=16.0, max_tokens=48, full_weights=(preset,)),
             )
             trained = dict(zip(learner.full_weight_names(), learner.full_params, strict=True))
             save_ms, totals, steps = [], [], {"pause_s": [], "reload_s": [], "adapter_s": []}

@@ -15,26 +15,18 @@ import sys
 
 from halo_train_handoff import exec_halo_train
 
+from halo.cli.knob_options import add_knob_arguments, train_flags
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--policy_url", default="http://localhost:8000", help="vLLM server the trainer samples from")
     p.add_argument("--trainer_url", default=os.environ.get("HALO_TRAINER_URL", "http://localhost:8400"))
     p.add_argument("--domain", required=True, help="playground, gomail, gocalendar, omnizon, zilloft")
-    p.add_argument("--num_generations", type=int, default=None, help="group size N (default from rl_config.yaml)")
-    p.add_argument("--episodes", type=int, default=100)
-    p.add_argument("--lr", type=float, default=None, help="learning rate")
-    p.add_argument("--loss_type", choices=["dr_grpo", "grpo"], default=None)
-    p.add_argument("--seed", type=int, default=0)
+    # Every run setting of GRPO, as the run's knobs declare it (docs/knobs.md); unset = rl_config.yaml's.
+    names = add_knob_arguments(p, ("grpo", "tracking", "lora", "full_weights", "sampling"))
     args = p.parse_args()
-    train_args = ["--domain", args.domain, "--episodes", str(args.episodes), "--seed", str(args.seed)]
-    for flag, value in (
-        ("--num-generations", args.num_generations),
-        ("--lr", args.lr),
-        ("--loss-type", args.loss_type),
-    ):
-        if value is not None:
-            train_args += [flag, str(value)]
+    train_args = ["--domain", args.domain, *train_flags({n: getattr(args, n) for n in names})]
     return exec_halo_train(args.policy_url, args.trainer_url, train_args)
 
 

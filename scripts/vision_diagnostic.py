@@ -3,7 +3,7 @@
 On ``local.playground-2`` the Submit button sits in one of 4 quadrants (``slots[seed % 4]``), seen
 only in the screenshot, and GRPO stays at chance (0.25). This script takes the learner alone (no
 vLLM, no env or reward service) and the task's 4 layouts' screenshots (real Chromium, from the
-sites service: ``learning_probe.screenshots``) and measures each link of the chain:
+sites service: ``click_layouts.screenshots``) and measures each link of the chain:
 
 1. ``input``: the processor's image grid (t, h, w), the image tokens, the relative L2 difference of
    ``pixel_values`` between layouts, and the merged image tokens the button covers (the tokens whose
@@ -27,7 +27,7 @@ sites service: ``learning_probe.screenshots``) and measures each link of the cha
    near the blind optimum the argmax flips between answers, so a lucky 2-4 of 4 shows up: the loss
    tells), the mean loss beside ``blind_floor_loss`` = ln(distinct targets), the lowest mean loss a
    policy that ignores the screenshot can reach (below it the image is used), and ``image_tv``
-   (``learning_probe.image_sensitivity`` on the screen-centre click, before the step's update).
+   (``click_layouts.image_sensitivity`` on the screen-centre click, before the step's update).
    Settings (``--settings``): ``lora`` (r 8, alpha 16, lr 1e-2 as in the probes), ``lora-lr1e-3``,
    ``lora+vision`` (``full_weights=("vision",)`` at 1e-3), ``all`` (every weight at 1e-3).
 4. ``gradient``: the image-dependent part of a gradient. For target i on screenshot j, g(i, j) is
@@ -58,9 +58,9 @@ from types import SimpleNamespace
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # learning_probe: the probe's screenshots and image_tv
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # click_layouts: the screenshots, reward and image_tv
 
-from learning_probe import (
+from click_layouts import (
     HIT,
     VIEWPORT,
     click_task,
@@ -287,7 +287,7 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
             learning_rate=lr,
             lora_r=8,
             lora_alpha=16,
-            max_completion_tokens=MAX_TOKENS,
+            max_tokens=MAX_TOKENS,
             full_weights=full,
             full_weights_lr=full_lr,
         ),
@@ -445,7 +445,7 @@ def main() -> None:
             with out.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
 
-    untrained = Learner(load_model(model_dir), LearnerConfig(lora_r=8, lora_alpha=16, max_completion_tokens=MAX_TOKENS))
+    untrained = Learner(load_model(model_dir), LearnerConfig(lora_r=8, lora_alpha=16, max_tokens=MAX_TOKENS))
     for line in input_and_tower(untrained, processor, shots, task.goal, task.config):
         emit({**line, "setting": "untrained", "step": 0})
     del untrained

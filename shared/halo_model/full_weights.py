@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from halo.schemas.runs import check_full_weights
+from halo.schemas.choices import check_full_weights
 
 VISION = "model.visual"
 LAST_BLOCKS = 2  # vision blocks of the ``vision_last_blocks`` preset

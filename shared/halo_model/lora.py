@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from halo.schemas.runs import LoraTarget
+from halo.schemas.choices import LoraTarget
 
 # Every linear layer of the text decoder.
 LANGUAGE_MODEL_LINEAR_LAYERS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

@@ -20,6 +20,7 @@ from halo.policy_results import SampleResult
 from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams
 from halo.settings.policy import PolicySettings
+from tests.learner_config import plain_config
 from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.browser]
@@ -35,14 +36,11 @@ SAMPLING = SamplingParams(
 def _learner(model_dir: Path):
     import torch
 
-    from halo.settings.trainer import LearnerConfig
     from halo_model.loading import load_model
     from halo_trainer.learner.learner import Learner
 
     torch.manual_seed(0)
-    config = LearnerConfig(
-        lora_r=8, lora_alpha=16, lora_target="language+tower", learning_rate=1e-2, max_completion_tokens=32
-    )
+    config = plain_config(lora_r=8, lora_alpha=16, lora_target="language+tower", learning_rate=1e-2, max_tokens=32)
     return Learner(load_model(model_dir, dtype="float32"), config)
 
 

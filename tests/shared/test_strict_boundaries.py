@@ -93,13 +93,11 @@ def test_numbers_our_own_code_passes_are_still_taken() -> None:
     assert Action(action="scroll", pixels=np.int64(-300)).pixels == -300
     assert Action(action="wait", time=np.float64(1.5)).time == 1.5
     assert ForkRequest(n=4).n == 4
-    # defaults unchanged
+    # a request sets no knob it was not given: every unset one comes from the run defaults
     assert RunSpec(domain="playground").model_dump(exclude_none=True) == {
         "schema_version": 1,
         "domain": "playground",
         "algorithm": "grpo",
-        "episodes": 100,
-        "seed": 0,
         "name": "",
     }
 
@@ -118,10 +116,11 @@ def test_non_finite_floats_are_refused(value: float) -> None:
 
 
 def test_unbounded_int_fields_stop_at_64_bits() -> None:
-    assert RunSpec(domain="playground", eval_every=2**63 - 1).eval_every == 2**63 - 1
+    snapshot = {"task_id": "local.playground-1", "url": "http://x/", "storage_state": {}}
+    assert Snapshot(**snapshot, step=2**63 - 1).step == 2**63 - 1
     with pytest.raises(ValidationError) as exc:
-        RunSpec(domain="playground", eval_every=2**63)
-    assert _errors(exc)[0][0] == "eval_every"
+        Snapshot(**snapshot, step=2**63)
+    assert _errors(exc)[0][0] == "step"
 
 
 def test_booleans_are_only_true_and_false() -> None:

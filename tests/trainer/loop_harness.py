@@ -17,13 +17,14 @@ import redis.asyncio as aioredis
 from halo.policy_client import PolicyClient
 from halo.schemas import JOB_ADAPTER, EpisodeSummary, RolloutJob, RolloutResult, RunSpec
 from halo.screenshots import ScreenshotStore
-from halo.settings.trainer import LearnerConfig, TrainerSettings
+from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.config import load_defaults, resolve
 from halo_trainer.grpo.loop import GrpoLoop
 from halo_trainer.learner.learner import Learner
 from halo_trainer.mcts.loop import MctsLoop
 from halo_trainer.streams import jobs_queue, results_queue
+from tests.learner_config import plain_config
 
 RUN = "loop-run"
 TIMEOUT_S = 120  # a guard against a hang, not a speed target
@@ -34,7 +35,7 @@ class Killed(Exception):
 
 
 def new_learner(base_model) -> Learner:
-    cfg = LearnerConfig(learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_completion_tokens=8)
+    cfg = plain_config(learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_tokens=8)
     return Learner(copy.deepcopy(base_model), cfg)
 
 

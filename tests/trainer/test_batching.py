@@ -18,6 +18,7 @@ from halo.schemas import (
 )
 from halo_trainer.learner.batching import advantages, select_groups
 from halo_trainer.observe.metrics import rollout_metrics, wilson_interval
+from tests.learner_config import plain_config
 
 OFF = SamplingParams(max_tokens=256, structured_outputs="off", history_limit=8, viewport=Viewport())
 
@@ -117,7 +118,6 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
 
     from halo.schemas import Action
     from halo.screenshots import ScreenshotStore
-    from halo.settings.trainer import LearnerConfig
     from halo_model.inputs import PromptMismatch, prompt_inputs
     from halo_model.loading import load_model, load_processor
     from halo_model.tiny import build_tiny_model
@@ -149,7 +149,7 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
         )
         for i, ids in enumerate(completions)
     ]
-    learner = Learner(load_model(model_dir), LearnerConfig(lora_r=4, lora_alpha=8))
+    learner = Learner(load_model(model_dir), plain_config(lora_r=4, lora_alpha=8))
     kw = {"use_behaviour_logprobs": True}
     regex = [
         t.model_copy(update={"sampling": OFF.model_copy(update={"structured_outputs": "regex"})}) for t in transitions

@@ -44,7 +44,7 @@ def test_sampling_comes_from_the_run_defaults_and_the_profile():
         assert (cfg.sampling.max_tokens, cfg.sampling.history_limit) == (256, 8)
         assert (cfg.sampling.viewport.width, cfg.sampling.viewport.height) == (1280, 720)
         # Dr. GRPO's normaliser is the sampler's completion budget, from the same config.
-        assert cfg.learner_config(LearnerConfig()).max_completion_tokens == cfg.sampling.max_tokens
+        assert cfg.learner_config(LearnerConfig()).max_tokens == cfg.sampling.max_tokens
     # Saved with the run (config.json) and read back unchanged on resume.
     assert RunConfig.model_validate(json.loads(tiny.model_dump_json())) == tiny
 
@@ -53,7 +53,7 @@ def test_full_weights_default_to_lora_only_and_the_request_chooses_them():
     defaults = load_defaults("configs/rl_config.yaml")
     for profile in (None, "tiny"):
         cfg = resolve(RunSpec(domain="playground"), "r7", ["t"], defaults, profile)
-        assert cfg.full_weights == [] and cfg.learner_config(LearnerConfig()).full_weights == ()
+        assert cfg.full_weights == () and cfg.learner_config(LearnerConfig()).full_weights == ()
     # a tenth of each profile's LoRA rate
     assert resolve(RunSpec(domain="playground"), "r8", ["t"], defaults, None).full_weights_lr == pytest.approx(1e-7)
     assert resolve(RunSpec(domain="playground"), "r9", ["t"], defaults, "tiny").full_weights_lr == pytest.approx(1e-3)
@@ -65,7 +65,7 @@ def test_full_weights_default_to_lora_only_and_the_request_chooses_them():
     # a run saved before the setting existed resumes LoRA only
     old = json.loads(cfg.model_dump_json())
     del old["full_weights"], old["full_weights_lr"]
-    assert RunConfig.model_validate(old).full_weights == []
+    assert RunConfig.model_validate(old).full_weights == ()
     with pytest.raises(ValidationError, match="neither a preset"):
         RunSpec(domain="playground", full_weights=["vision_tower"])
     with pytest.raises(ValidationError, match="neither a preset"):

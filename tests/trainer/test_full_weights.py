@@ -84,10 +84,10 @@ def test_an_unknown_entry_is_a_clear_error(base_model, entry: str, match: str) -
 
 
 def test_the_run_request_refuses_an_unknown_preset() -> None:
-    assert RunSpec(domain="playground", full_weights=["vision_merger", "lm_head"]).full_weights == [
+    assert RunSpec(domain="playground", full_weights=["vision_merger", "lm_head"]).full_weights == (
         "vision_merger",
         "lm_head",
-    ]
+    )
     with pytest.raises(ValueError, match="neither a preset"):
         RunSpec(domain="playground", full_weights=["vision_tower"])
 

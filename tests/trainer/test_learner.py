@@ -17,6 +17,7 @@ from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.learner_batch import LearnerBatch, logprobs_and_entropy
 from halo_trainer.learner.objective import group_advantages
 from tests.conftest import noise_png
+from tests.learner_config import plain_config
 
 GOAL = "Click the OK button."
 
@@ -54,8 +55,8 @@ def mixed_batch(processor, advantages: list[float]) -> LearnerBatch:
 
 
 def config(**overrides) -> LearnerConfig:
-    base = {"learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8.0, "max_completion_tokens": 8}
-    return LearnerConfig(**{**base, **overrides})
+    base = {"learning_rate": 1e-3, "lora_r": 4, "lora_alpha": 8.0, "max_tokens": 8}
+    return plain_config(**{**base, **overrides})
 
 
 def sequence_logprobs(learner: Learner, batch: LearnerBatch) -> torch.Tensor:
@@ -231,8 +232,8 @@ def test_warmup_schedule_and_completion_length_limit(base_model, processor) -> N
     skipped = group_batch(processor, [0.0, 0.0])  # no row needs a forward pass: the schedule alone
     lrs = [learner.update(skipped)["train/lr"] for _ in range(5)]
     assert lrs == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
-    with pytest.raises(ValueError, match="max_completion_tokens"):
-        Learner(tiny_model(base_model), config(max_completion_tokens=2)).update(group_batch(processor, [1.0, -1.0]))
+    with pytest.raises(ValueError, match="max_tokens"):
+        Learner(tiny_model(base_model), config(max_tokens=2)).update(group_batch(processor, [1.0, -1.0]))
 
 
 def test_bf16_base_model_trains_a_float32_adapter(base_model, processor) -> None:
@@ -266,7 +267,7 @@ def test_a_completion_holding_a_vision_placeholder_is_left_out_not_fatal(base_mo
 def test_grpo_loop_learns_a_one_token_bandit(base_model, processor) -> None:
     """Sample one of 16 tokens (a grammar's choice), reward 4 of them, update: the rewarded mass rises
     far above chance."""
-    learner = Learner(tiny_model(base_model), config(learning_rate=2e-2, max_completion_tokens=1))
+    learner = Learner(tiny_model(base_model), config(learning_rate=2e-2, max_tokens=1))
     png = noise_png(64, 64, seed=1)
     choices = torch.arange(100, 116)
     target = torch.zeros(len(choices), dtype=torch.bool)

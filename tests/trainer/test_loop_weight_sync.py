@@ -12,17 +12,15 @@ import copy
 import pytest
 import redis.asyncio as aioredis
 
-from halo.settings.trainer import LearnerConfig
 from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.publisher import WeightReloadUnavailable
+from tests.learner_config import plain_config
 from tests.trainer.loop_harness import episode, make_loop, run_with_worker
 
 
 async def test_a_full_weights_run_refuses_a_vllm_without_weight_reload(clean_redis, vllm_admin, base_model, tmp_path):
     r = aioredis.Redis.from_url(clean_redis)
-    cfg = LearnerConfig(
-        learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_completion_tokens=8, full_weights=("vision_merger",)
-    )
+    cfg = plain_config(learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_tokens=8, full_weights=("vision_merger",))
     learner = Learner(copy.deepcopy(base_model), cfg)
     loop = make_loop(r, tmp_path / "run", vllm_admin.url, base_model, episodes=4, learner=learner)
     played = []
@@ -64,9 +62,7 @@ async def test_a_full_weights_run_gives_vllm_its_base_weights_back_at_the_end(
     model again for the next run (the folder's content: test_full_weights)."""
     r = aioredis.Redis.from_url(clean_redis)
     run_dir = tmp_path / "run"
-    cfg = LearnerConfig(
-        learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_completion_tokens=8, full_weights=("vision_merger",)
-    )
+    cfg = plain_config(learning_rate=1e-3, lora_r=4, lora_alpha=8.0, max_tokens=8, full_weights=("vision_merger",))
     learner = Learner(copy.deepcopy(base_model), cfg)
     loop = make_loop(r, run_dir, vllm_admin_reload.url, base_model, episodes=4, learner=learner)
 

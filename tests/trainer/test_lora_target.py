@@ -13,6 +13,7 @@ import re
 import pytest
 
 from halo_model.lora import LORA_TARGETS, lora_config, reaches_vision, target_modules
+from tests.learner_config import plain_config
 
 # The regex the adapter was built with before the presets existed.
 BEFORE = r".*\.language_model\..*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)$"
@@ -75,11 +76,10 @@ def test_the_learner_trains_the_vision_lora_and_saves_it_under_the_names_vllm_ma
     import torch
     from safetensors.torch import load_file
 
-    from halo.settings.trainer import LearnerConfig
     from halo_model.loading import load_model
     from halo_trainer.learner.learner import Learner
 
-    learner = Learner(load_model(tiny_model_dir), LearnerConfig(lora_r=8, lora_alpha=16, lora_target="language+tower"))
+    learner = Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16, lora_target="language+tower"))
     trained = {n for n, p in learner.model.named_parameters() if p.requires_grad}
     assert any(".visual.blocks.0.attn.qkv.lora_B" in n for n in trained)
     assert any(".visual.merger.linear_fc1.lora_B" in n for n in trained)
@@ -87,10 +87,10 @@ def test_the_learner_trains_the_vision_lora_and_saves_it_under_the_names_vllm_ma
     assert "base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight" in keys
     assert "base_model.model.model.visual.deepstack_merger_list.0.linear_fc2.lora_B.weight" in keys
     # and a learner of the same preset reads it back
-    other = Learner(load_model(tiny_model_dir), LearnerConfig(lora_r=8, lora_alpha=16, lora_target="language+tower"))
+    other = Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16, lora_target="language+tower"))
     other.load_adapter(tmp_path / "a")
     with pytest.raises(ValueError, match="does not fit"):
-        Learner(load_model(tiny_model_dir), LearnerConfig(lora_r=8, lora_alpha=16)).load_adapter(tmp_path / "a")
+        Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16)).load_adapter(tmp_path / "a")
     assert torch.equal(
         dict(other.model.named_parameters())["base_model.model.model.visual.blocks.0.attn.qkv.lora_A.default.weight"],
         dict(learner.model.named_parameters())["base_model.model.model.visual.blocks.0.attn.qkv.lora_A.default.weight"],

@@ -117,7 +117,7 @@ async def test_search_trees_become_dpo_updates_and_new_adapter_versions(
 ):
     redis = aioredis.from_url(clean_redis)
     loop = mcts_loop(
-        redis, tmp_path / "run", vllm_admin.url, base_model, processor, episodes=4, searches_per_iteration=2,
+        redis, tmp_path / "run", vllm_admin.url, base_model, processor, episodes=4, jobs_per_update=2,
         reference="base", beta=1.0, simulations=7,
     )  # fmt: skip
     png = noise_png(64, 64, seed=1)
@@ -169,7 +169,7 @@ async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search
     png = noise_png(64, 64, seed=1)
     # Synchronous, so the searches the dead loop asked for are exactly those of its updates (with
     # prefetch it asks for the next iteration's too: tests/trainer/test_loop_routing.py's crash test).
-    spec = {"episodes": 8, "searches_per_iteration": 2, "checkpoint_every": 2, "prefetch_updates": 0}
+    spec = {"episodes": 8, "jobs_per_update": 2, "checkpoint_every": 2, "prefetch_updates": 0}
     first = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
     shot = first.parts.store.put(png)
     sampling = first.cfg.sampling
@@ -208,7 +208,7 @@ async def test_an_iteration_without_pairs_takes_no_step_and_keeps_the_version(
 ):
     redis = aioredis.from_url(clean_redis)
     loop = mcts_loop(
-        redis, tmp_path / "run", vllm_admin.url, base_model, processor, episodes=2, searches_per_iteration=2,
+        redis, tmp_path / "run", vllm_admin.url, base_model, processor, episodes=2, jobs_per_update=2,
         theta=5.0,
     )  # fmt: skip
     png = noise_png(64, 64, seed=1)
@@ -238,12 +238,12 @@ async def test_a_search_job_the_search_cannot_run_comes_back_as_a_failure_not_a_
 
 def test_mcts_settings_resolve_from_the_defaults_profile_and_request():
     defaults = load_defaults(TrainerSettings().rl_config)
-    spec = RunSpec(domain="playground", algorithm="mcts", simulations=9, ucb_c=2.0, searches_per_iteration=3)
+    spec = RunSpec(domain="playground", algorithm="mcts", simulations=9, ucb_c=2.0, jobs_per_update=3)
     cfg = resolve(spec, "r", ["t"], defaults, "tiny")
     assert cfg.mcts is not None and cfg.jobs_per_update == 3
     assert (cfg.mcts.simulations, cfg.mcts.ucb_c, cfg.mcts.critic.value, cfg.mcts.max_depth) == (9, 2.0, "progress", 3)
     gpu = resolve(RunSpec(domain="playground", algorithm="mcts"), "r", ["t"], defaults, None)
-    assert gpu.mcts.critic.value == "self" and gpu.jobs_per_update == defaults["mcts"]["searches_per_iteration"]
+    assert gpu.mcts.critic.value == "self" and gpu.jobs_per_update == defaults["grpo"]["jobs_per_update"]
     assert resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny").mcts is None
     with pytest.raises(ValueError, match="settings of algorithm 'mcts'"):
         RunSpec(domain="playground", beta=0.5)

@@ -248,9 +248,9 @@ def test_report_to_comes_from_the_spec_else_the_run_defaults_and_none_stands_alo
 
     defaults = load_defaults(TrainerSettings().rl_config)
     tasks = ["local.playground-1"]
-    assert resolve(RunSpec(domain="playground"), RUN, tasks, defaults, "tiny").report_to == []  # [none]
+    assert resolve(RunSpec(domain="playground"), RUN, tasks, defaults, "tiny").report_to == ()  # [none]
     spec = RunSpec(domain="playground", report_to=["mlflow", "tensorboard", "mlflow"])
-    assert resolve(spec, RUN, tasks, defaults, "tiny").report_to == ["mlflow", "tensorboard"]
+    assert resolve(spec, RUN, tasks, defaults, "tiny").report_to == ("mlflow", "tensorboard")
     with pytest.raises(ValidationError, match="'none' cannot be combined"):
         RunSpec(domain="playground", report_to=["none", "wandb"])
     with pytest.raises(ValidationError):

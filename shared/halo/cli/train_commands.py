@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
 import typer
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from halo.cli import stack as local_stack
 from halo.cli import stack_probes
+from halo.cli.knob_options import spec_values, with_knob_options
 from halo.cli.output import console, err, fail
 from halo.cli.summary import run_summary, viewer_link
 from halo.schemas import RunSpec, RunState, RunStatus
@@ -44,49 +46,14 @@ def _api(call, *args, **kwargs) -> httpx.Response:
     return response
 
 
+@with_knob_options
 def train(
     domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
-    episodes: int = typer.Option(None, help="Episodes to run (default from configs/rl_config.yaml)"),
     task: list[str] = typer.Option(
         None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
     ),
     algorithm: str = typer.Option("grpo", help="grpo or mcts (search + step-level DPO, docs/mcts.md)"),
-    num_generations: int = typer.Option(None, help="Group size N"),
-    lr: float = typer.Option(None, "--lr", help="Learning rate"),
-    loss_type: str = typer.Option(None, help="dr_grpo or grpo"),
-    group_mode: str = typer.Option(None, help="step or episode"),
-    branch: str = typer.Option(None, help="Step groups continue from: sampled, best or random"),
-    temperature: float = typer.Option(None, help="Sampling temperature of rollouts"),
-    max_steps: int = typer.Option(None, help="Steps per episode"),
-    eval_every: int = typer.Option(None, help="Updates between held-out evaluations (0 = never)"),
-    eval_episodes: int = typer.Option(None, help="Greedy episodes per evaluation"),
-    seed: int = typer.Option(0),
-    lora_target: str = typer.Option(
-        None,
-        "--lora-target",
-        help="Where the LoRA adapter reaches: language, language+merger or language+tower "
-        "(the vision side needs the policy server started with HALO_POLICY_TOWER_LORA=true)",
-    ),
-    full_weights: list[str] = typer.Option(
-        None,
-        "--full-weights",
-        help="Base-model modules trained in full beside the LoRA adapter (repeatable or comma-separated): "
-        "vision_merger, vision_last_blocks, vision, all, or HF module names such as model.visual.blocks.26",
-    ),
-    full_weights_lr: float = typer.Option(None, "--full-weights-lr", help="Learning rate of those modules"),
     name: str = typer.Option("", help="Run name prefix"),
-    report_to: list[str] = typer.Option(
-        None, "--report-to", help="Experiment trackers (repeatable): none, tensorboard, wandb, trackio, mlflow"
-    ),
-    searches_per_iteration: int = typer.Option(None, help="mcts: searches per DPO iteration"),
-    simulations: int = typer.Option(None, help="mcts: simulations per search"),
-    ucb_c: float = typer.Option(None, help="mcts: UCB1 exploration constant"),
-    max_children: int = typer.Option(None, help="mcts: distinct candidate actions per expanded node"),
-    max_depth: int = typer.Option(None, help="mcts: actions from the root after which a path is cut off"),
-    alpha: float = typer.Option(None, help="mcts: weight of Q_mcts in the composite Q"),
-    theta: float = typer.Option(None, help="mcts: least composite-Q gap that makes a preference pair"),
-    beta: float = typer.Option(None, help="mcts: DPO inverse temperature"),
-    critic: str = typer.Option(None, help="mcts: self, openai or progress"),
     detach: bool = typer.Option(False, help="Submit and return without following progress"),
     no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
     json_out: bool = typer.Option(
@@ -95,41 +62,16 @@ def train(
         help="Print the run's final status (GET /runs/{id}) as one JSON line instead of the summary; "
         "everything else goes to stderr",
     ),
+    **knob_values: Any,
 ) -> None:
-    """Submit a training run to the trainer (starting the local stack if needed) and follow it."""
+    """Submit a training run to the trainer (starting the local stack if needed) and follow it.
+
+    Every run setting is an option (docs/knobs.md); unset ones come from configs/rl_config.yaml."""
     # With --json, stdout carries the JSON alone so that a script can parse it.
     say = err if json_out else console
     settings = TrainerSettings()
-    fields = {
-        "domain": domain,
-        "tasks": task or None,
-        "algorithm": algorithm,
-        "episodes": episodes,
-        "num_generations": num_generations,
-        "learning_rate": lr,
-        "loss_type": loss_type,
-        "group_mode": group_mode,
-        "branch": branch,
-        "temperature": temperature,
-        "max_steps": max_steps,
-        "eval_every": eval_every,
-        "eval_episodes": eval_episodes,
-        "seed": seed,
-        "lora_target": lora_target,
-        "full_weights": [n.strip() for entry in full_weights or [] for n in entry.split(",") if n.strip()] or None,
-        "full_weights_lr": full_weights_lr,
-        "name": name,
-        "report_to": report_to or None,
-        "searches_per_iteration": searches_per_iteration,
-        "simulations": simulations,
-        "ucb_c": ucb_c,
-        "max_children": max_children,
-        "max_depth": max_depth,
-        "alpha": alpha,
-        "theta": theta,
-        "beta": beta,
-        "critic": critic,
-    }
+    fields = {"domain": domain, "tasks": task or None, "algorithm": algorithm, "name": name}
+    fields |= spec_values(knob_values)
     try:
         spec = RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})
     except ValueError as exc:

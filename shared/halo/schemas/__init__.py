@@ -11,6 +11,7 @@ from halo.schemas.actions import (
     ParseErrorReason,
 )
 from halo.schemas.base import SCHEMA_VERSION, Message, new_id
+from halo.schemas.choices import Algorithm, LossType, TrackerName
 from halo.schemas.env import (
     CreateSessionRequest,
     ErrorKind,
@@ -49,7 +50,7 @@ from halo.schemas.rollout import (
     StructuredMode,
     Transition,
 )
-from halo.schemas.runs import Algorithm, LossType, RunEvent, RunSpec, RunState, RunStatus, TrackerName
+from halo.schemas.runs import RunEvent, RunSpec, RunState, RunStatus
 from halo.schemas.search import SearchTree, TreeNode
 from halo.schemas.tasks import Task, Website
 

@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, create_model
 from pydantic_core import PydanticCustomError
 
+from halo.schemas import knobs
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.base import Message
-from halo.schemas.env import Viewport
+from halo.schemas.choices import BranchPolicy, GroupMode, StructuredMode  # noqa: F401 (the messages' home)
 from halo.schemas.reward import Id, RewardBreakdown
 from halo.schemas.search_settings import MCTSConfig
-
-
-class GroupMode(StrEnum):
-    STEP = "step"  # N actions sampled at one state, executed in N forks of that state
-    EPISODE = "episode"  # N full episodes of one task, advantage on the episode return
-
-
-class BranchPolicy(StrEnum):
-    """Which fork a step-group episode continues from."""
-
-    SAMPLED = "sampled"  # candidate 0: an on-policy sample
-    BEST = "best"  # highest reward
-    RANDOM = "random"
 
 
 class PolicyVersion(Message):
@@ -36,23 +23,25 @@ class PolicyVersion(Message):
     created_at: float
 
 
-StructuredMode = Literal["off", "regex", "json"]
-
-
-class SamplingParams(Message):
+class _Sampling(Message):
     """How the policy is asked for actions: part of the run's config, carried by every job and transition.
 
     The learner rebuilds each prompt (goal, history cut to ``history_limit``, the tool described
     for ``viewport``) and replays the structured-output grammar from these values alone, so what
-    it trains on is what vLLM sampled, whichever client or process did the sampling.
+    it trains on is what vLLM sampled, whichever client or process did the sampling. The fields
+    are the run's ``sampling`` knobs (``halo.schemas.knobs``), all required: a message says how it
+    was sampled, it never falls back on a default.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_tokens: Annotated[int, Field(ge=8, le=32_768)]  # completion budget per candidate, tokens
-    structured_outputs: StructuredMode  # off, regex (Qwen's exact tool-call format) or json (schema)
-    history_limit: Annotated[int, Field(ge=0, le=256)]  # previous actions listed in the prompt
-    viewport: Viewport  # the screen size the prompt describes (the env's viewport)
+
+SamplingParams = create_model(
+    "SamplingParams",
+    __base__=_Sampling,
+    __module__=__name__,
+    **knobs.fields(knobs.in_section("sampling"), how="required"),
+)
 
 
 # -- jobs: what a worker is asked to play -----------------------------------------------------------

@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from halo.schemas.runs import LoraTarget, LossType
+from halo.schemas import knobs
 from halo.settings import HaloSettings
 
 
-class LearnerConfig(BaseModel):
-    """Hyper-parameters of the GRPO learner (halo_trainer.learner.learner); saved with every checkpoint.
+class _LearnerSettings(BaseModel):
+    """Hyper-parameters of the learner (halo_trainer.learner.learner); saved with every checkpoint.
 
-    The optimiser and memory fields are set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>``
-    (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``); the fields in ``RUN_OWNED_LEARNER_FIELDS``
-    belong to the run's config (``RunConfig.learner_config``) and are refused there.
+    The optimiser and memory fields below are set from the environment as
+    ``HALO_TRAINER_LEARNER__<FIELD>`` (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``). The
+    others are the run's knobs the learner reads (``halo.schemas.knobs``, ``learner=True``:
+    ``RUN_OWNED_LEARNER_FIELDS``): one owner, the run's config (``RunConfig.learner_config``), so
+    they are refused in the environment.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    loss_type: LossType = Field(
-        LossType.DR_GRPO,
-        description="dr_grpo: A = r - mean(r), constant normaliser; grpo: std-scaled A, per-sequence mean",
-    )
-    learning_rate: Annotated[float, Field(gt=0, le=1.0)] = Field(
-        1e-5, description="AdamW peak learning rate (per update)"
-    )
     warmup_steps: Annotated[int, Field(ge=0)] = Field(
         0, description="Updates of linear warm-up to the peak rate, then constant"
     )
@@ -37,51 +32,6 @@ class LearnerConfig(BaseModel):
     )
     adam_betas: tuple[float, float] = Field((0.9, 0.99), description="AdamW (beta1, beta2)")
     adam_eps: Annotated[float, Field(gt=0)] = Field(1e-8, description="AdamW epsilon")
-    max_grad_norm: Annotated[float, Field(gt=0)] = Field(
-        1.0, description="Clip the LoRA gradient to this global L2 norm"
-    )
-    lora_r: Annotated[int, Field(ge=1, le=256)] = Field(16, description="LoRA rank (must be <= vLLM's --max-lora-rank)")
-    lora_alpha: Annotated[float, Field(gt=0)] = Field(32.0, description="LoRA alpha; the update is scaled by alpha / r")
-    lora_target_modules: tuple[str, ...] = Field(
-        ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
-        description="Linear layers given a LoRA adapter, matched only inside the language model",
-    )
-    lora_target: LoraTarget = Field(
-        "language",
-        description="Where the adapter reaches (halo_model.lora): the language model, + the vision merger "
-        "and deepstack mergers, + the vision tower's blocks; the vision side needs HALO_POLICY_TOWER_LORA",
-    )
-    full_weights: tuple[str, ...] = Field(
-        (),
-        description="Base-model modules trained in full beside the adapter: presets or HF module names "
-        "(halo_model.full_weights); () = LoRA only",
-    )
-    full_weights_lr: Annotated[float, Field(gt=0, le=1.0)] = Field(
-        1e-7, description="AdamW peak learning rate of the full-weight parameters (their own param group)"
-    )
-    clip_eps_low: Annotated[float, Field(ge=0, lt=1)] | None = Field(
-        0.2, description="PPO clip: ratio floor 1 - eps (None: no clipping)"
-    )
-    clip_eps_high: Annotated[float, Field(ge=0)] | None = Field(
-        0.2, description="PPO clip: ratio ceiling 1 + eps (None: no clipping)"
-    )
-    kl_coef: Annotated[float, Field(ge=0)] = Field(
-        0.0, description="Weight of the k3 KL to the frozen base model (adapter disabled); 0 skips the reference pass"
-    )
-    temperature: Annotated[float, Field(gt=0, le=2.0)] = Field(
-        1.0,
-        description="The temperature rollouts sample at: the learner scores log-probs (ratio, KL reference, DPO) "
-        "and entropy at it, as vLLM's processed log-probs are; the run's `temperature`",
-    )
-    tis_cap: Annotated[float, Field(ge=1.0)] | None = Field(
-        None,
-        description="Truncated importance sampling: cap on the weight pi_learner / pi_vLLM of each token "
-        "(objective.policy_loss); None = no cap, the PPO ratio taken against vLLM's log-probs",
-    )
-    max_completion_tokens: Annotated[int, Field(ge=1)] = Field(
-        256,
-        description="Dr. GRPO's constant normaliser, in tokens: the sampler's max_tokens; longer completions are rejected",
-    )
     micro_batch_size: Annotated[int, Field(ge=1)] = Field(
         8, description="Sequences per forward/backward pass (gradients accumulate to one step)"
     )
@@ -92,26 +42,15 @@ class LearnerConfig(BaseModel):
     )
 
 
-# Set per run (configs/rl_config.yaml, its profile, the RunSpec): one owner, so not settable here.
-RUN_OWNED_LEARNER_FIELDS = frozenset(
-    {
-        "loss_type",
-        "learning_rate",
-        "kl_coef",
-        "clip_eps_low",
-        "clip_eps_high",
-        "max_grad_norm",
-        "lora_r",
-        "lora_alpha",
-        "lora_target_modules",
-        "lora_target",
-        "full_weights",
-        "full_weights_lr",
-        "max_completion_tokens",
-        "tis_cap",
-        "temperature",
-    }
+LearnerConfig = create_model(
+    "LearnerConfig",
+    __base__=_LearnerSettings,
+    __module__=__name__,
+    **knobs.fields([k for k in knobs.KNOBS if k.learner], how="default"),
 )
+
+# Set per run (configs/rl_config.yaml, its profile, the RunSpec): one owner, so not settable here.
+RUN_OWNED_LEARNER_FIELDS = frozenset(k.name for k in knobs.KNOBS if k.learner)
 
 
 class TrainerSettings(HaloSettings):
@@ -190,11 +129,12 @@ class TrainerSettings(HaloSettings):
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )
 
-    @field_validator("learner")
+    @field_validator("learner", mode="before")
     @classmethod
-    def _learner_fields_not_owned_by_runs(cls, learner: LearnerConfig) -> LearnerConfig:
-        owned = sorted(learner.model_fields_set & RUN_OWNED_LEARNER_FIELDS)
-        if owned:
+    def _learner_fields_not_owned_by_runs(cls, learner: Any) -> Any:
+        # Checked before the values are: a run-owned name is refused as such, whatever its value.
+        given = set(learner) if isinstance(learner, dict) else set(getattr(learner, "model_fields_set", ()))
+        if owned := sorted(given & RUN_OWNED_LEARNER_FIELDS):
             raise ValueError(
                 f"{', '.join(owned)} belong to each run's config (configs/rl_config.yaml or the POST /runs body), "
                 "not to HALO_TRAINER_LEARNER__*"

@@ -135,10 +135,10 @@ class Learner(DPOUpdate, LearnerWeights):
         cfg = self.config
         completion_mask = batch.inputs.completion_mask
         lengths = completion_mask.sum(-1)
-        if int(lengths.max()) > cfg.max_completion_tokens:
+        if int(lengths.max()) > cfg.max_tokens:
             raise ValueError(
-                f"a completion has {int(lengths.max())} tokens, more than max_completion_tokens="
-                f"{cfg.max_completion_tokens} (Dr. GRPO's constant normaliser; set it to the sampler's max_tokens)"
+                f"a completion has {int(lengths.max())} tokens, more than max_tokens="
+                f"{cfg.max_tokens} (Dr. GRPO's constant normaliser; set it to the sampler's max_tokens)"
             )
         if batch.behaviour_logprobs is not None and batch.behaviour_logprobs.shape != completion_mask.shape:
             raise ValueError(
@@ -225,7 +225,7 @@ class Learner(DPOUpdate, LearnerWeights):
                 clip_eps_low=cfg.clip_eps_low,
                 clip_eps_high=cfg.clip_eps_high,
                 kl_coef=cfg.kl_coef,
-                max_completion_tokens=cfg.max_completion_tokens,
+                max_completion_tokens=cfg.max_tokens,
                 num_sequences=len(batch),
                 tis_cap=cfg.tis_cap,
             )

@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from halo.schemas.runs import LossType
+from halo.schemas.choices import LossType
 
 
 def group_advantages(rewards: Tensor, loss_type: LossType | str = LossType.DR_GRPO, eps: float = 1e-4) -> Tensor:

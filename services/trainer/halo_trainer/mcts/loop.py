@@ -3,7 +3,7 @@
     restore the latest checkpoint (adapter, optimizer, RNG, counters, un-acked results)
     serve the current adapter; evaluate the starting policy
     while searches remain and nobody asked to stop:
-        until `searches_per_iteration` search results are in:            (Redis results stream)
+        until `jobs_per_update` search results are in:                   (Redis results stream)
             keep that many search jobs in flight for the workers          (Redis job stream)
             each worker runs halo_trainer.mcts.search on its job's task and seed with the run's
                 settings, writes the tree to <run>/trees/<job>.json and publishes where it is
