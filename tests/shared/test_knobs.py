@@ -22,7 +22,7 @@ import halo.schemas
 import halo.settings
 from halo.cli.knob_options import add_knob_arguments
 from halo.cli.main import app
-from halo.schemas import RunSpec, SamplingParams, knobs
+from halo.schemas import RunSpec, SamplingParams, knobs, rl_config_file
 from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import RUN_OWNED_LEARNER_FIELDS, LearnerConfig, TrainerSettings
 from halo_trainer.config import TOP_LEVEL, RunConfig, load_defaults, resolve
@@ -33,10 +33,16 @@ RETIRED = {"clip_eps", "searches_per_iteration", "max_completion_tokens", "lr", 
 
 
 def test_the_run_defaults_file_is_the_rendered_table() -> None:
-    text = (ROOT / knobs.YAML_PATH).read_text()
-    assert text == knobs.render_yaml(), (
-        f"{knobs.YAML_PATH} differs from the knobs declared in shared/halo/schemas/knobs.py: edit the "
-        "declaration, then `python -m halo.schemas.knobs --write`"
+    text = (ROOT / rl_config_file.YAML_PATH).read_text()
+    assert text == rl_config_file.render_yaml(), (
+        f"{rl_config_file.YAML_PATH} differs from the knobs declared in shared/halo/schemas/knobs.py: edit the "
+        "declaration, then `python -m halo.schemas.rl_config_file --write`"
+    )
+
+
+def test_the_docs_table_is_the_rendered_table() -> None:
+    assert rl_config_file.render_markdown() in (ROOT / "docs" / "knobs.md").read_text(), (
+        "docs/knobs.md's table differs from the knobs: `python -m halo.schemas.rl_config_file --markdown`"
     )
 
 
@@ -120,7 +126,7 @@ def test_the_trainer_settings_declare_no_run_knob() -> None:
 
 
 def test_the_yaml_keys_are_knob_names_and_resolve_to_the_declared_defaults() -> None:
-    defaults = load_defaults(knobs.YAML_PATH)
+    defaults = load_defaults(rl_config_file.YAML_PATH)
     keys = {key for section, entries in defaults.items() if section != "profiles" for key in entries}
     assert keys == set(knobs.BY_NAME)
     cfg = resolve(RunSpec(domain="playground"), "r", ["t"], defaults, None)
@@ -130,7 +136,7 @@ def test_the_yaml_keys_are_knob_names_and_resolve_to_the_declared_defaults() -> 
 
 
 def test_a_defaults_file_or_profile_with_a_key_that_is_no_knob_is_refused() -> None:
-    defaults = load_defaults(knobs.YAML_PATH)
+    defaults = load_defaults(rl_config_file.YAML_PATH)
     with pytest.raises(ValueError, match="clip_eps is not a knob"):
         resolve(RunSpec(domain="playground"), "r", ["t"], {**defaults, "grpo": {"clip_eps": 0.2}}, None)
     with pytest.raises(ValueError, match="declares none"):

@@ -18,7 +18,7 @@ from typing import Any
 
 import typer
 
-from halo.schemas import knobs
+from halo.schemas import knobs, rl_config_file
 
 
 def _base(tp: Any) -> Any:
@@ -55,7 +55,7 @@ def choices(k: knobs.Knob) -> list[str] | None:
 def _help(k: knobs.Knob, section_note: bool = True) -> str:
     note = f"{k.section}: " if section_note and k.section == "mcts" else ""
     unit = f" [{k.unit}]" if k.unit else ""
-    return f"{note}{k.help}{unit} (default {knobs._inline(k.default)})"
+    return f"{note}{k.help}{unit} (default {rl_config_file.inline(k.default)})"
 
 
 def spec_values(given: dict[str, Any]) -> dict[str, Any]:

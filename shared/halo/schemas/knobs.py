@@ -7,7 +7,7 @@ Everything else derives from this table:
 - ``MCTSConfig`` (the ``mcts`` section) and ``SamplingParams`` (the ``sampling`` section), which
   travel on every search job and transition;
 - the run-owned fields of the learner's ``LearnerConfig`` (``learner``);
-- ``configs/rl_config.yaml``, rendered from the table (``python -m halo.schemas.knobs --write``);
+- ``configs/rl_config.yaml``, rendered from the table (``python -m halo.schemas.rl_config_file --write``);
   a test fails when the file and the table differ, so the yaml never holds a second default;
 - the flags of ``halo train`` and of ``scripts/train_online_grpo.py`` / ``train_mcts.py``
   (``--<name-with-dashes>``, plus the seeds' spelling where the seeds' commands use another one).
@@ -19,13 +19,9 @@ the value a run saved before the knob existed ran with, so that such a run resum
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import AfterValidator, Field
 
 from halo.schemas.base import WireBool, WireFloat, WireInt
@@ -78,397 +74,181 @@ FullWeights = Annotated[
 Trackers = Annotated[tuple[TrackerName, ...], Field(max_length=5), AfterValidator(check_trackers)]
 LANGUAGE_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
+# A table: each knob, its help, then its unit and flags.
+# fmt: off
 KNOBS: tuple[Knob, ...] = (
     # -- grpo: the run and its GRPO updates ------------------------------------------------------
-    Knob(
-        "episodes",
-        "grpo",
-        _int(1, 1_000_000),
-        100,
-        "Training episodes; a step-group job is one episode, a search one",
-        "episodes",
-        seeds=100,
-    ),
-    Knob(
-        "num_generations",
-        "grpo",
-        _int(2, 32),
-        8,
-        "Group size N: actions sampled per state (step groups) or episodes per task (episode groups)",
-        "samples",
-        seeds=8,
-    ),
-    Knob(
-        "temperature",
-        "grpo",
-        Annotated[WireFloat, Field(ge=0.01, le=2.0)],
-        0.7,
-        "Sampling temperature of "
-        "training rollouts, and the one the learner scores at (> 0: vLLM samples greedily below 1e-5); "
-        "nothing else shapes sampling: no top-k/top-p (docs/policy.md)",
-        seeds=0.7,
-        learner=True,
-    ),
-    Knob(
-        "learning_rate",
-        "grpo",
-        Positive,
-        1e-6,
-        "AdamW peak learning rate on the LoRA parameters",
-        seeds=1e-6,
-        seeds_flag="--lr",
-        learner=True,
-    ),
-    Knob(
-        "loss_type",
-        "grpo",
-        LossType,
-        LossType.DR_GRPO,
-        "dr_grpo: A = r - mean(r), constant token normaliser; grpo: divides by std(r) and by each completion's length",
-        seeds=LossType.DR_GRPO,
-        learner=True,
-    ),
-    Knob(
-        "kl_coef",
-        "grpo",
-        Annotated[WireFloat, Field(ge=0.0, le=10.0)],
-        0.001,
-        "Weight of the k3 KL estimate "
-        "to the frozen base (adapter disabled); 0 = off. Kept on the 8B: the memory plan (halo memory-plan) "
-        "finds the reference pass adds no weights and peaks below the gradient pass; it costs one more "
-        "forward per micro-batch",
-        seeds=0.001,
-        learner=True,
-    ),
-    Knob(
-        "clip_eps_low",
-        "grpo",
-        Annotated[WireFloat, Field(ge=0.0, lt=1.0)] | None,
-        0.2,
-        "PPO ratio clip: "
-        "floor 1 - eps, used when a batch is reused (epochs > 1) or rollouts are stale; null = no floor",
-        learner=True,
-    ),
-    Knob(
-        "clip_eps_high",
-        "grpo",
-        Annotated[WireFloat, Field(ge=0.0, le=10.0)] | None,
-        0.2,
-        "PPO ratio clip: ceiling 1 + eps (above clip_eps_low: DAPO's clip-higher); null = no ceiling",
-        learner=True,
-    ),
-    Knob("epochs_per_batch", "grpo", _int(1, 16), 1, "Passes over each batch of groups", "passes"),
-    Knob(
-        "jobs_per_update",
-        "grpo",
-        _int(1, 1024),
-        4,
-        "Rollout jobs per update (a step-group job gives one "
-        "group per step); with algorithm mcts, the searches of one DPO iteration",
-        "jobs",
-    ),
-    Knob(
-        "prefetch_updates",
-        "grpo",
-        _int(0, 8),
-        0,
-        "Updates' worth of jobs in flight beyond the current one "
-        "(1: workers sample while the learner updates); 0 = synchronous. On 2 CPU cores 1 gained no wall "
-        "time (bench/bench_loop.py, docs/env.md); try 1 with the learner on a GPU",
-        "updates",
-        before=0,
-    ),
-    Knob(
-        "max_grad_norm",
-        "grpo",
-        Annotated[WireFloat, Field(gt=0.0, le=1000.0)],
-        1.0,
-        "Gradient clipping: global L2 norm",
-        learner=True,
-        request=False,
-    ),
-    Knob(
-        "use_behaviour_logprobs",
-        "grpo",
-        WireBool,
-        True,
-        "Importance ratios against vLLM's log-probs (the learner replays the grammar mask)",
-        request=False,
-    ),
-    Knob(
-        "tis_cap",
-        "grpo",
-        Annotated[WireFloat, Field(ge=1.0, le=100.0)] | None,
-        2.0,
-        "Truncated importance "
-        "sampling: cap on each token's weight pi_learner / pi_vLLM (docs/trainer.md); null = none, the PPO "
-        "ratio against vLLM's log-probs",
-        learner=True,
-        before=None,
-    ),
-    Knob(
-        "behaviour_gap_alarm",
-        "grpo",
-        Annotated[WireFloat, Field(gt=0.0, le=10.0)] | None,
-        0.05,
-        "Warn and count (train/behaviour_gap_alarms) when train/behaviour_logprob_gap passes this; null = off",
-        "nats/token",
-        before=None,
-    ),
-    Knob(
-        "group_mode",
-        "grpo",
-        GroupMode,
-        GroupMode.STEP,
-        "step: fork N ways at each state; episode: N full episodes per task",
-    ),
-    Knob("branch", "grpo", BranchPolicy, BranchPolicy.SAMPLED, "Step groups continue from: sampled | best | random"),
-    Knob("max_steps", "grpo", _int(1, 200), 15, "Steps per episode before truncation", "steps"),
-    Knob(
-        "sync_every",
-        "grpo",
-        _int(1, 1000),
-        1,
-        "Updates between adapter versions pushed to vLLM",
-        "updates",
-        request=False,
-    ),
-    Knob(
-        "max_staleness",
-        "grpo",
-        _int(0, 100),
-        2,
-        "Drop transitions sampled by a policy more than this many versions old",
-        "versions",
-        request=False,
-    ),
-    Knob("eval_every", "grpo", _int(0, 1_000_000), 10, "Updates between held-out evaluations (0 = never)", "updates"),
-    Knob("eval_episodes", "grpo", _int(0, 10_000), 32, "Greedy episodes per evaluation", "episodes"),
-    Knob("checkpoint_every", "grpo", _int(1, 1_000_000), 5, "Updates between checkpoints", "updates", request=False),
-    Knob("seed", "grpo", _int(0, 2**31 - 1), 0, "Seed of the training jobs' tasks and episodes"),
+    Knob("episodes", "grpo", _int(1, 1_000_000), 100,
+         "Training episodes; a step-group job is one episode, a search one",
+         "episodes", seeds=100),
+    Knob("num_generations", "grpo", _int(2, 32), 8,
+         "Group size N: actions sampled per state (step groups) or episodes per task (episode groups)",
+         "samples", seeds=8),
+    Knob("temperature", "grpo", Annotated[WireFloat, Field(ge=0.01, le=2.0)], 0.7,
+         "Sampling temperature of training rollouts, and the one the learner scores at (> 0: vLLM samples "
+         "greedily below 1e-5); nothing else shapes sampling: no top-k/top-p (docs/policy.md)",
+         seeds=0.7, learner=True),
+    Knob("learning_rate", "grpo", Positive, 1e-6,
+         "AdamW peak learning rate on the LoRA parameters",
+         seeds=1e-6, seeds_flag="--lr", learner=True),
+    Knob("loss_type", "grpo", LossType, LossType.DR_GRPO,
+         "dr_grpo: A = r - mean(r), constant token normaliser; grpo: divides by std(r) and by each "
+         "completion's length",
+         seeds=LossType.DR_GRPO, learner=True),
+    Knob("kl_coef", "grpo", Annotated[WireFloat, Field(ge=0.0, le=10.0)], 0.001,
+         "Weight of the k3 KL estimate to the frozen base (adapter disabled); 0 = off. Kept on the 8B: the "
+         "memory plan (halo memory-plan) finds the reference pass adds no weights and peaks below the gradient"
+         " pass; it costs one more forward per micro-batch",
+         seeds=0.001, learner=True),
+    Knob("clip_eps_low", "grpo", Annotated[WireFloat, Field(ge=0.0, lt=1.0)] | None, 0.2,
+         "PPO ratio clip: floor 1 - eps, used when a batch is reused (epochs > 1) or rollouts are stale; null "
+         "= no floor",
+         learner=True),
+    Knob("clip_eps_high", "grpo", Annotated[WireFloat, Field(ge=0.0, le=10.0)] | None, 0.2,
+         "PPO ratio clip: ceiling 1 + eps (above clip_eps_low: DAPO's clip-higher); null = no ceiling",
+         learner=True),
+    Knob("epochs_per_batch", "grpo", _int(1, 16), 1,
+         "Passes over each batch of groups",
+         "passes"),
+    Knob("jobs_per_update", "grpo", _int(1, 1024), 4,
+         "Rollout jobs per update (a step-group job gives one group per step); with algorithm mcts, the "
+         "searches of one DPO iteration",
+         "jobs"),
+    Knob("prefetch_updates", "grpo", _int(0, 8), 0,
+         "Updates' worth of jobs in flight beyond the current one (1: workers sample while the learner "
+         "updates); 0 = synchronous. On 2 CPU cores 1 gained no wall time (bench/bench_loop.py, docs/env.md); "
+         "try 1 with the learner on a GPU",
+         "updates", before=0),
+    Knob("max_grad_norm", "grpo", Annotated[WireFloat, Field(gt=0.0, le=1000.0)], 1.0,
+         "Gradient clipping: global L2 norm",
+         learner=True, request=False),
+    Knob("use_behaviour_logprobs", "grpo", WireBool, True,
+         "Importance ratios against vLLM's log-probs (the learner replays the grammar mask)",
+         request=False),
+    Knob("tis_cap", "grpo", Annotated[WireFloat, Field(ge=1.0, le=100.0)] | None, 2.0,
+         "Truncated importance sampling: cap on each token's weight pi_learner / pi_vLLM (docs/trainer.md); "
+         "null = none, the PPO ratio against vLLM's log-probs",
+         learner=True, before=None),
+    Knob("behaviour_gap_alarm", "grpo", Annotated[WireFloat, Field(gt=0.0, le=10.0)] | None, 0.05,
+         "Warn and count (train/behaviour_gap_alarms) when train/behaviour_logprob_gap passes this; null = off",
+         "nats/token", before=None),
+    Knob("group_mode", "grpo", GroupMode, GroupMode.STEP,
+         "step: fork N ways at each state; episode: N full episodes per task"),
+    Knob("branch", "grpo", BranchPolicy, BranchPolicy.SAMPLED,
+         "Step groups continue from: sampled | best | random"),
+    Knob("max_steps", "grpo", _int(1, 200), 15,
+         "Steps per episode before truncation",
+         "steps"),
+    Knob("sync_every", "grpo", _int(1, 1000), 1,
+         "Updates between adapter versions pushed to vLLM",
+         "updates", request=False),
+    Knob("max_staleness", "grpo", _int(0, 100), 2,
+         "Drop transitions sampled by a policy more than this many versions old",
+         "versions", request=False),
+    Knob("eval_every", "grpo", _int(0, 1_000_000), 10,
+         "Updates between held-out evaluations (0 = never)",
+         "updates"),
+    Knob("eval_episodes", "grpo", _int(0, 10_000), 32,
+         "Greedy episodes per evaluation",
+         "episodes"),
+    Knob("checkpoint_every", "grpo", _int(1, 1_000_000), 5,
+         "Updates between checkpoints",
+         "updates", request=False),
+    Knob("seed", "grpo", _int(0, 2**31 - 1), 0,
+         "Seed of the training jobs' tasks and episodes"),
     # -- tracking --------------------------------------------------------------------------------
-    Knob(
-        "report_to",
-        "tracking",
-        Trackers,
-        ("none",),
-        "none | tensorboard | wandb | trackio | mlflow (several "
-        "allowed), offline stores in the run folder (docs/viewer.md)",
-    ),
-    Knob(
-        "record_episodes_every",
-        "tracking",
-        _int(0, 1_000_000),
-        1,
-        "Every k-th training job's episodes go to episodes.jsonl for the viewer (evaluations always); 0 = none",
-        "jobs",
-        request=False,
-    ),
+    Knob("report_to", "tracking", Trackers, ("none",),
+         "none | tensorboard | wandb | trackio | mlflow (several allowed), offline stores in the run folder "
+         "(docs/viewer.md)"),
+    Knob("record_episodes_every", "tracking", _int(0, 1_000_000), 1,
+         "Every k-th training job's episodes go to episodes.jsonl for the viewer (evaluations always); 0 = "
+         "none",
+         "jobs", request=False),
     # -- lora ------------------------------------------------------------------------------------
-    Knob(
-        "lora_r", "lora", _int(1, 256), 16, "LoRA rank (vLLM needs --max-lora-rank >= r)", learner=True, request=False
-    ),
-    Knob(
-        "lora_alpha",
-        "lora",
-        Annotated[WireFloat, Field(gt=0.0, le=4096.0)],
-        32.0,
-        "LoRA alpha; the update is scaled by alpha / r",
-        learner=True,
-        request=False,
-    ),
-    Knob(
-        "lora_target_modules",
-        "lora",
-        tuple[Annotated[str, Field(max_length=100)], ...],
-        LANGUAGE_MODULES,
-        "The language model's linear layers given an adapter",
-        learner=True,
-        request=False,
-    ),
-    Knob(
-        "lora_target",
-        "lora",
-        LoraTarget,
-        "language",
-        'Where the adapter reaches (docs/trainer.md, "What '
-        'learns"): language | language+merger (+ the vision merger and deepstack mergers) | language+tower '
-        "(+ the vision blocks); the vision side needs the policy server started with tower LoRA "
-        "(HALO_TOWER_LORA=true), and a run refuses to start against one without it",
-        learner=True,
-        before="language",
-    ),
+    Knob("lora_r", "lora", _int(1, 256), 16,
+         "LoRA rank (vLLM needs --max-lora-rank >= r)",
+         learner=True, request=False),
+    Knob("lora_alpha", "lora", Annotated[WireFloat, Field(gt=0.0, le=4096.0)], 32.0,
+         "LoRA alpha; the update is scaled by alpha / r",
+         learner=True, request=False),
+    Knob("lora_target_modules", "lora", tuple[Annotated[str, Field(max_length=100)], ...], LANGUAGE_MODULES,
+         "The language model's linear layers given an adapter",
+         learner=True, request=False),
+    Knob("lora_target", "lora", LoraTarget, "language",
+         'Where the adapter reaches (docs/trainer.md, "What learns"): language | language+merger (+ the vision'
+         " merger and deepstack mergers) | language+tower (+ the vision blocks); the vision side needs the "
+         "policy server started with tower LoRA (HALO_TOWER_LORA=true), and a run refuses to start against one"
+         " without it",
+         learner=True, before="language"),
     # -- full_weights ----------------------------------------------------------------------------
-    Knob(
-        "full_weights",
-        "full_weights",
-        FullWeights,
-        (),
-        "Base-model modules trained in full beside the "
-        "adapter, by preset (vision_merger, vision_last_blocks, vision, all) or Hugging Face module name "
-        "(model.visual.blocks.26); [] = LoRA only; the patch embedding (a Conv3d) learns only this way",
-        learner=True,
-        before=(),
-    ),
-    Knob(
-        "full_weights_lr",
-        "full_weights",
-        Positive,
-        1e-7,
-        "AdamW rate of the full-weight modules: a tenth of the LoRA rate, as full fine-tuning wants",
-        learner=True,
-        before=1e-7,
-    ),
+    Knob("full_weights", "full_weights", FullWeights, (),
+         "Base-model modules trained in full beside the adapter, by preset (vision_merger, vision_last_blocks,"
+         " vision, all) or Hugging Face module name (model.visual.blocks.26); [] = LoRA only; the patch "
+         "embedding (a Conv3d) learns only this way",
+         learner=True, before=()),
+    Knob("full_weights_lr", "full_weights", Positive, 1e-7,
+         "AdamW rate of the full-weight modules: a tenth of the LoRA rate, as full fine-tuning wants",
+         learner=True, before=1e-7),
     # -- sampling: how the policy is asked; carried by every job and transition ------------------
-    Knob(
-        "max_tokens",
-        "sampling",
-        _int(8, 32_768),
-        256,
-        "Completion budget per candidate (also Dr. GRPO's constant normaliser)",
-        "tokens",
-        learner=True,
-        request=False,
-    ),
-    Knob(
-        "structured_outputs",
-        "sampling",
-        StructuredMode,
-        "off",
-        "off | regex (Qwen's exact tool-call format); json cannot be replayed by the learner",
-        request=False,
-    ),
-    Knob(
-        "history_limit", "sampling", _int(0, 256), 8, "Previous actions listed in the prompt", "actions", request=False
-    ),
-    Knob(
-        "viewport",
-        "sampling",
-        Viewport,
-        Viewport(width=1280, height=720),
-        "The screen the prompt describes: the env service's viewport",
-        "pixels",
-        request=False,
-    ),
+    Knob("max_tokens", "sampling", _int(8, 32_768), 256,
+         "Completion budget per candidate (also Dr. GRPO's constant normaliser)",
+         "tokens", learner=True, request=False),
+    Knob("structured_outputs", "sampling", StructuredMode, "off",
+         "off | regex (Qwen's exact tool-call format); json cannot be replayed by the learner",
+         request=False),
+    Knob("history_limit", "sampling", _int(0, 256), 8,
+         "Previous actions listed in the prompt",
+         "actions", request=False),
+    Knob("viewport", "sampling", Viewport, Viewport(width=1280, height=720),
+         "The screen the prompt describes: the env service's viewport",
+         "pixels", request=False),
     # -- mcts: search + step-level DPO (docs/mcts.md: each default's source) ---------------------
-    Knob(
-        "simulations",
-        "mcts",
-        _int(1, 10_000),
-        50,
-        "Simulations (select, expand, roll out, back up) per search",
-        seeds=50,
-        seeds_flag="--num_simulations",
-    ),
-    Knob(
-        "ucb_c",
-        "mcts",
-        Annotated[WireFloat, Field(ge=0.0, le=100.0)],
-        1.414,
-        "UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002)",
-        seeds=1.414,
-        seeds_flag="--ucb_constant",
-    ),
-    Knob(
-        "max_children",
-        "mcts",
-        _int(2, 32),
-        5,
-        "Distinct candidate actions per expanded node (K, one vLLM "
-        "request); Agent Q, ExACT and Koh et al. branch 5 ways",
-        "actions",
-        seeds=5,
-    ),
-    Knob(
-        "max_depth",
-        "mcts",
-        _int(1, 200),
-        15,
-        "Actions from the root after which a path (tree plus rollout) "
-        "is cut off; a GRPO episode's max_steps, so a search sees the horizon an episode does",
-        "actions",
-    ),
-    Knob(
-        "alpha",
-        "mcts",
-        Annotated[WireFloat, Field(ge=0.0, le=1.0)],
-        0.5,
-        "Weight of Q_mcts in the composite "
-        "Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 weighs search and critic equally",
-    ),
-    Knob(
-        "theta",
-        "mcts",
-        Annotated[WireFloat, Field(ge=0.0)],
-        0.1,
-        "Least composite-Q gap between two "
-        "children that makes a preference pair; unreported by Agent Q, the low end of 0.1-0.2",
-    ),
-    Knob(
-        "beta",
-        "mcts",
-        Annotated[WireFloat, Field(gt=0.0, le=10.0)],
-        0.1,
-        "DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default",
-    ),
-    Knob(
-        "critic",
-        "mcts",
-        Critic,
-        Critic.SELF,
-        "self | openai | progress; self is Agent Q's, a random-weight "
-        "model cannot critique so the embedded default needs progress",
-    ),
-    Knob(
-        "reference",
-        "mcts",
-        Reference,
-        Reference.ITERATION,
-        "base (adapter disabled) | iteration (the "
-        "adapter as the iteration began: Agent Q refreshes the reference every iteration)",
-    ),
-    Knob(
-        "rpo_alpha",
-        "mcts",
-        Annotated[WireFloat, Field(ge=0.0)],
-        0.0,
-        "Weight of the chosen action's NLL (RPO, Pang et al. 2024, who use 1.0); 0 is Agent Q's plain DPO",
-    ),
-    Knob(
-        "dense_return",
-        "mcts",
-        WireBool,
-        False,
-        "Back up the rewards of the path's edges on top of the "
-        "terminal success; off is Agent Q's sparse success-only value",
-    ),
+    Knob("simulations", "mcts", _int(1, 10_000), 50,
+         "Simulations (select, expand, roll out, back up) per search",
+         seeds=50, seeds_flag="--num_simulations"),
+    Knob("ucb_c", "mcts", Annotated[WireFloat, Field(ge=0.0, le=100.0)], 1.414,
+         "UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002)",
+         seeds=1.414, seeds_flag="--ucb_constant"),
+    Knob("max_children", "mcts", _int(2, 32), 5,
+         "Distinct candidate actions per expanded node (K, one vLLM request); Agent Q, ExACT and Koh et al. "
+         "branch 5 ways",
+         "actions", seeds=5),
+    Knob("max_depth", "mcts", _int(1, 200), 15,
+         "Actions from the root after which a path (tree plus rollout) is cut off; a GRPO episode's max_steps,"
+         " so a search sees the horizon an episode does",
+         "actions"),
+    Knob("alpha", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
+         "Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 "
+         "weighs search and critic equally"),
+    Knob("theta", "mcts", Annotated[WireFloat, Field(ge=0.0)], 0.1,
+         "Least composite-Q gap between two children that makes a preference pair; unreported by Agent Q, the "
+         "low end of 0.1-0.2"),
+    Knob("beta", "mcts", Annotated[WireFloat, Field(gt=0.0, le=10.0)], 0.1,
+         "DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default"),
+    Knob("critic", "mcts", Critic, Critic.SELF,
+         "self | openai | progress; self is Agent Q's, a random-weight model cannot critique so the embedded "
+         "default needs progress"),
+    Knob("reference", "mcts", Reference, Reference.ITERATION,
+         "base (adapter disabled) | iteration (the adapter as the iteration began: Agent Q refreshes the "
+         "reference every iteration)"),
+    Knob("rpo_alpha", "mcts", Annotated[WireFloat, Field(ge=0.0)], 0.0,
+         "Weight of the chosen action's NLL (RPO, Pang et al. 2024, who use 1.0); 0 is Agent Q's plain DPO"),
+    Knob("dense_return", "mcts", WireBool, False,
+         "Back up the rewards of the path's edges on top of the terminal success; off is Agent Q's sparse "
+         "success-only value"),
     # The openai critic's endpoint. Not settable by a request: the key never travels with the run,
     # each process that searches reads it from the environment variable named here.
-    Knob(
-        "critic_base_url",
-        "mcts",
-        Annotated[str, Field(min_length=1, max_length=300, pattern=r"^https?://")],
-        "https://api.openai.com/v1",
-        "OpenAI-compatible chat API of the openai critic (up to /v1)",
-        request=False,
-    ),
-    Knob(
-        "critic_model",
-        "mcts",
-        Annotated[str, Field(min_length=1, max_length=200)],
-        "gpt-4o",
-        "Model the openai critic asks",
-        request=False,
-    ),
-    Knob(
-        "critic_api_key_env",
-        "mcts",
-        Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")],
-        "OPENAI_API_KEY",
-        "Environment variable holding the openai critic's API key (never stored with the run)",
-        request=False,
-    ),
+    Knob("critic_base_url", "mcts", Annotated[str, Field(min_length=1, max_length=300, pattern=r"^https?://")], "https://api.openai.com/v1",
+         "OpenAI-compatible chat API of the openai critic (up to /v1)",
+         request=False),
+    Knob("critic_model", "mcts", Annotated[str, Field(min_length=1, max_length=200)], "gpt-4o",
+         "Model the openai critic asks",
+         request=False),
+    Knob("critic_api_key_env", "mcts", Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")], "OPENAI_API_KEY",
+         "Environment variable holding the openai critic's API key (never stored with the run)",
+         request=False),
 )
+# fmt: on
 
 BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 
@@ -533,87 +313,3 @@ def profile_values(profile: str) -> dict[str, Any]:
     if profile not in PROFILES:
         raise ValueError(f"profile {profile!r} is not one of {sorted(PROFILES)}")
     return {name: o.value for name, o in PROFILES[profile].items()}
-
-
-# -- configs/rl_config.yaml, rendered ------------------------------------------------------------
-YAML_PATH = "configs/rl_config.yaml"
-HEADER = """\
-# The settings of a training run and their defaults (the GPU target's), by section, with the
-# `tiny` profile the CPU target applies on top. `POST /runs` / `halo train` flags override them
-# per run; the trainer saves the resolved values with the run (config.json) and every checkpoint.
-#
-# Generated from shared/halo/schemas/knobs.py, where each setting is declared once:
-#     python -m halo.schemas.knobs --write
-# Edit the declaration there, not this file (a test compares the two). A file of your own
-# (HALO_TRAINER_RL_CONFIG) may give any of these keys other values and add profiles.
-"""
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)  # a StrEnum as its value
-    return value
-
-
-def _inline(value: Any) -> str:
-    return yaml.safe_dump(_plain(value), default_flow_style=True, width=10_000).strip().removesuffix("\n...")
-
-
-def _line(key: str, value: Any, comment: str, indent: str = "  ") -> str:
-    left = f"{indent}{key}: {_inline(value)}"
-    return f"{left:<34} # {comment}"
-
-
-def render_yaml() -> str:
-    lines = [HEADER]
-    for section in SECTIONS:
-        lines.append(f"{section}:")
-        for k in in_section(section):
-            note = k.help + (f" [{k.unit}]" if k.unit else "")
-            if k.seeds is not UNSET:
-                note += f" (seeds: {_inline(k.seeds)})"
-            lines.append(_line(k.name, k.default, note))
-        lines.append("")
-    lines.append("profiles:")
-    for name, overrides in PROFILES.items():
-        lines.append(f"  {name}:")
-        lines += [_line(key, o.value, o.why, indent="    ") for key, o in overrides.items()]
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown() -> str:
-    """The knobs as a table for docs/knobs.md."""
-    rows = ["| knob | section | default | tiny | seeds | unit | request | what it decides |", "|" + " --- |" * 8]
-    tiny = PROFILES["tiny"]
-    for k in KNOBS:
-        seeds = f"`{_inline(k.seeds)}`" if k.seeds is not UNSET else ""
-        small = f"`{_inline(tiny[k.name].value)}`" if k.name in tiny else ""
-        flag = k.flag + (f" ({k.seeds_flag})" if k.seeds_flag else "")
-        rows.append(
-            f"| `{k.name}` | {k.section} | `{_inline(k.default)}` | {small} | {seeds} | {k.unit} | "
-            f"{flag if k.request else 'no'} | {k.help.replace('|', '/')} |"
-        )
-    return "\n".join(rows) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m halo.schemas.knobs", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {YAML_PATH} (from the repository root)")
-    parser.add_argument("--markdown", action="store_true", help="print the knob table as markdown")
-    args = parser.parse_args(argv)
-    if args.markdown:
-        sys.stdout.write(render_markdown())
-    elif args.write:
-        Path(YAML_PATH).write_text(render_yaml())
-        sys.stdout.write(f"wrote {YAML_PATH} ({len(KNOBS)} knobs, {len(PROFILES)} profiles)\n")
-    else:
-        sys.stdout.write(render_yaml())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
