@@ -51,10 +51,7 @@ class GrpoLoop:
         """Train until the episode budget is spent ("finished") or ``stop`` is set ("stopped")."""
         cfg, parts = self.cfg, self.parts
         await parts.start(stop)
-        while self.c.episodes_done < cfg.episodes and not stop.is_set():
-            results = await parts.pipeline.collect(cfg.jobs_per_update, stop)
-            if not results:
-                continue
+        async for results in parts.batches(stop):
             started = time.perf_counter()
             messages = [d.message for d in results]
             metrics = await self._learn_from(messages)

@@ -1,7 +1,8 @@
 """The parts one run's loop is built from, and the steps every loop takes around its update.
 
     start:   restore the last checkpoint, serve its version, evaluate the starting policy
-    (the algorithm: collect results, learn, publish a version)
+    batches: each update's results, until the episode budget is spent or the run is stopped
+    (the algorithm: learn from them, publish a version)
     close:   evaluate when due, record the update's metrics, checkpoint when due, report progress
     finish:  evaluate the final policy, checkpoint, report
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,13 @@ class RunParts:
         await self.publisher.serve(self.c.version)
         if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
             await self.evaluator.evaluate(stop)
+
+    async def batches(self, stop: asyncio.Event) -> AsyncIterator[list[Delivery[RolloutResult]]]:
+        """Each update's results (``jobs_per_update`` of them, fewer at the budget's end) until the
+        episode budget is spent or ``stop`` is set."""
+        while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
+            if results := await self.pipeline.collect(self.cfg.jobs_per_update, stop):
+                yield results
 
     def count_update(self, results: list[Delivery[RolloutResult]], episodes: int, started: float) -> dict[str, float]:
         """``results`` (``episodes`` of the budget) made an update that began at ``started``

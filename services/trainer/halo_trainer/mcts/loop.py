@@ -61,12 +61,9 @@ class MctsLoop:
 
     async def run(self, stop: asyncio.Event) -> str:
         """Train until ``episodes`` searches are used ("finished") or ``stop`` is set ("stopped")."""
-        cfg, parts = self.cfg, self.parts
+        parts = self.parts
         await parts.start(stop)
-        while self.c.episodes_done < cfg.episodes and not stop.is_set():
-            results = await parts.pipeline.collect(cfg.jobs_per_update, stop)
-            if not results:
-                continue
+        async for results in parts.batches(stop):
             started = time.perf_counter()
             metrics = await self._learn_from([d.message for d in results])  # trees -> pairs -> DPO
             metrics |= parts.count_update(results, len(results), started)
