@@ -38,105 +38,53 @@ import platform
 import secrets
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from inprocess_loop import private_stack, run_grpo  # noqa: E402
+
 TASK = "local.playground-1"
 BASELINE_EPISODES_PER_S = 0.025  # issue 17's figure for the loop before its work
 GOALS = {"episodes_per_s_vs_baseline": 5.0, "async_vs_sync_env_steps_per_s": 2.0}
-SERVICES = ("sites", "env", "reward", "policy")
-
-
-def stack_env(base: int, redis_port: int, data_dir: Path, model: str) -> dict[str, str]:
-    """The private stack's settings (docs/stack.md): own ports, own Redis, own data folder, the shared tiny model."""
-    url = {name: f"http://127.0.0.1:{base + i}" for i, name in enumerate(("sites", "env", "reward", "policy"))}
-    return {
-        "HALO_DATA_DIR": str(data_dir),
-        "HALO_STACK_REDIS_PORT": str(redis_port),
-        "HALO_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-        "HALO_SITES_PORT": str(base),
-        "HALO_ENV_PORT": str(base + 1),
-        "HALO_REWARD_PORT": str(base + 2),
-        "HALO_POLICY_PORT": str(base + 3),
-        "HALO_TRAINER_PORT": str(base + 4),
-        "HALO_ENV_SITES_URL": url["sites"],
-        "HALO_TRAINER_ENV_URL": url["env"],
-        "HALO_TRAINER_REWARD_URL": url["reward"],
-        "HALO_TRAINER_POLICY_URL": url["policy"],
-        # The tiny model lives in the default data folder; this stack's folder would build another copy.
-        "HALO_POLICY_MODEL": model,
-        "HALO_TRAINER_MODEL": model,
-    }
-
-
-def halo(env: dict[str, str], *args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "halo.cli.main", *args], env=env, cwd=ROOT, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"halo {' '.join(args)} failed ({done.returncode})")
 
 
 async def one_run(mode: str, prefetch: int, episodes: int, base_model, processor) -> dict:
     """One fresh fixed-target run in ``mode``; what it did and how long it took."""
-    import redis.asyncio as aioredis
-
     from halo.schemas import RunSpec
-    from halo.screenshots import ScreenshotStore
     from halo.settings.trainer import TrainerSettings
     from halo_trainer.config import load_defaults, resolve
-    from halo_trainer.grpo.loop import GrpoLoop
     from halo_trainer.learner.learner import Learner
-    from halo_trainer.rollout.worker import make_services, work
 
     settings = TrainerSettings()
     run_id = f"bench-loop-{mode}-{secrets.token_hex(3)}"
     spec = RunSpec(domain="playground", tasks=[TASK], episodes=episodes, eval_every=3, eval_episodes=4)
     cfg = resolve(spec, run_id, [TASK], load_defaults(settings.rl_config), "tiny")
     cfg = cfg.model_copy(update={"prefetch_updates": prefetch})
-    redis = aioredis.from_url(settings.redis_url)
-    services = make_services(settings, redis)
-    loop = GrpoLoop(
-        cfg,
-        redis=redis,
-        policy=services.policy,
-        learner=Learner(copy.deepcopy(base_model), cfg.learner_config(settings.learner)),
-        processor=processor,
-        store=ScreenshotStore(settings.screenshots_dir),
-        run_dir=settings.runs_dir / run_id,
-        settings=settings,
-    )
     # Count the training env steps each update learns from, and when each update ends.
     env_steps, update_ends = [0], []
-    learn_from, close_update = loop._learn_from, loop.parts.close_update
 
-    async def counted_learn_from(messages):
-        env_steps[0] += sum(1 for r in messages for t in r.transitions if t.action is not None and not t.infra_error)
-        return await learn_from(messages)
+    def count(loop) -> None:
+        learn_from, close_update = loop._learn_from, loop.parts.close_update
 
-    async def timed_close_update(metrics):
-        await close_update(metrics)
-        update_ends.append(time.monotonic())
+        async def counted_learn_from(messages):
+            env_steps[0] += sum(
+                1 for r in messages for t in r.transitions if t.action is not None and not t.infra_error
+            )
+            return await learn_from(messages)
 
-    loop._learn_from, loop.parts.close_update = counted_learn_from, timed_close_update
-    stop_workers = asyncio.Event()
-    workers = [
-        asyncio.create_task(work(f"bench-worker-{i}", redis, services, settings, stop_workers))
-        for i in range(settings.rollout_workers)
-    ]
-    started = time.monotonic()
-    try:
-        outcome = await loop.run(asyncio.Event())
-    finally:
-        wall = time.monotonic() - started
-        stop_workers.set()
-        for w in workers:  # a worker in the middle of a job (none after a finished run) is not waited for
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        for client in (services.env, services.reward, services.policy):
-            await client.aclose()
-        await redis.aclose()
+        async def timed_close_update(metrics):
+            await close_update(metrics)
+            update_ends.append(time.monotonic())
+
+        loop._learn_from, loop.parts.close_update = counted_learn_from, timed_close_update
+
+    learner = Learner(copy.deepcopy(base_model), cfg.learner_config(settings.learner))
+    done = await run_grpo(cfg, learner, processor, settings, worker_prefix="bench-worker", instrument=count)
+    loop, outcome, started, wall = done.loop, done.outcome, done.started, done.wall_s
     metrics = [json.loads(x) for x in (settings.runs_dir / run_id / "metrics.jsonl").read_text().splitlines()]
     evals = [json.loads(x) for x in (settings.runs_dir / run_id / "eval.jsonl").read_text().splitlines()]
     first_update = update_ends[0] - started if update_ends else float("nan")
@@ -202,15 +150,10 @@ def main() -> None:
     from halo_model.resolution import resolve_model
 
     model = resolve_model(None, "cpu", build=True)  # the tiny model of the default data folder
-    data_dir = ROOT / "var" / "bench-loop"
-    env = {**os.environ, **stack_env(args.base_port, args.redis_port, data_dir, model)}
-    os.environ.update(env)  # this process's trainer settings read the same variables
     load_start = os.getloadavg()[0]
-    halo(env, "stack", "up", *[a for s in SERVICES for a in ("-s", s)])
-    try:
+    # The stack's settings go to this process's environment too: its trainer settings read them.
+    with private_stack(args.base_port, args.redis_port, ROOT / "var" / "bench-loop", model):
         runs = asyncio.run(measure(args))
-    finally:
-        halo(env, "stack", "down")
     sync, asyn = runs["sync"], runs["async"]
     ratios = {
         "async_vs_sync_env_steps_per_s": round(asyn["env_steps_per_s"] / sync["env_steps_per_s"], 3),

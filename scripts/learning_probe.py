@@ -1,41 +1,45 @@
-"""The learner and vLLM alone, on a Playground click task's screenshots: does GRPO learn where to click?
+"""Does GRPO learn where to click? The trainer's own GRPO loop on a Playground click task, read update by update.
 
-A diagnostic for the learning plumbing without the env and reward services (which cost ~1 s of
-CPU per sampled action on a 2-core machine): the real vLLM server samples groups of actions under
-the real grammar, the real learner takes a `dr_grpo` step on them with the replayed grammar masks,
-the new adapter is saved and hot-loaded into vLLM under a new name, and the greedy answer on every
-checked layout is read after every update. The task's layouts (one per seed) are screenshotted
-once from the clone server in real Chromium, with every button's box read from the page; rewards
-follow the reward service's shaping for a first click (valid 0.1, new state 0.2, 0.3 per
-near-target ring reached, the submission milestone 0.3 for a click on any button, wrong ones
-included, success 10 on the target), computed here from the click's pixel and the boxes instead
-of the page, so an update takes ~10 s instead of a minute.
+The probe trains nothing itself: it runs one fresh run of the trainer's ``GrpoLoop`` with the real
+``Learner`` and rollout workers in this process (``bench/inprocess_loop.py``, as ``bench/bench_loop.py``
+does), against the env, reward and policy services, and reads what the loop writes in the run folder
+(``eval.jsonl``, ``metrics.jsonl``, ``episodes.jsonl``). The run is the trainer's profile for its
+target (``tiny`` on the CPU: configs/rl_config.yaml), set for the question by RunSpec / RunConfig
+values only:
 
-A one-button task (local.playground-1, -2) puts its button on slot seed % slots: its layouts are
-seeds 0..slots-1, trained on and checked alike. A multi-button task (local.playground-4: OK,
-Cancel, Yes, No dealt onto 4 slots, 24 orderings) trains on seeds 0..pool-1 and checks the greedy
-answer on held-out seeds (from 1,000,000 on, the first whose target lands on each slot), so
-"layouts solved" is held-out success over every target position. Group j of update k is sampled
-on training layout (k * groups + j) mod L. With one layout it shows the plumbing; with several it
-asks whether the policy can learn to read the target's position (or label) from the screenshot,
-apart from how fast the browser can roll out episodes.
+- step groups of ``--num-generations`` actions at the task's first page, ``--groups`` jobs per update
+  (``jobs_per_update``), ``max_steps: 1``: the first action is the answer (a click locks the page);
+  rewards are the reward service's (shaping, rings, the ``submitted`` flag, success);
+- a greedy evaluation after every update (``eval_every: 1``) on ``--eval-episodes`` held-out seeds
+  (default: one per slot; a one-button task puts its button on slot seed % slots, so these are its
+  layouts; a multi-button task's held-out seeds are the loop's, 1,000,000 on, not one per slot);
+- training job i plays seed i (the loop's sequence): a one-button task's groups cycle through its
+  layouts, (k * groups + j) mod slots; a multi-button task's each see a new shuffle of the buttons.
 
-    .venv/bin/halo stack up -s sites -s policy
+    .venv/bin/halo stack up -s sites -s env -s reward -s policy
     .venv/bin/python scripts/learning_probe.py --task local.playground-2 --updates 100 --out var/probe/moving.jsonl
 
-It prints (and appends to --out) one JSON line per update: the greedy action per layout, how many
-layouts it solves, the sampled hit rate, and `image_tv`, how far the screenshot moves the policy's
-next-token distributions (see `image_sensitivity`).
+``--base-port N`` starts a private stack instead (sites, env, reward, vLLM on N..N+3, its own
+redis-server on ``--redis-port``, data in var/probe-stack) and stops it at the end.
 
-`--full-weights vision` (or any of the run setting's presets and module names) trains those
-base-model modules too and pushes them into vLLM with each adapter (`PolicyClient.publish_weights`,
-the run loop's sync). `--run DIR` reads a training run instead of training: `image_tv` of the base
-model and of each checkpoint the run kept (adapter and full weights), on one fixed completion (a
-click at the screen's centre: a greedy answer needs vLLM serving that version), no vLLM needed:
+It prints (and appends to --out) one JSON line per policy version k (0 = the base model): the greedy
+action per held-out seed and how many it solves (the evaluation after k updates), the sampled hit rate
+and mean reward of the groups version k sampled (the metrics of update k+1: ``rollout/sample_success_rate``,
+``rollout/mean_reward``) with their loss and gradient norm, where that update's signal came from (hits
+per group, groups without signal, the share of |advantage| in groups that mix hits and misses, from the
+episode records), and ``image_tv``: how far the screenshot moves the learner's next-token distributions
+(``click_layouts.image_sensitivity`` on a click at the screen's centre, over the first evaluation's
+screenshots). The last line has no sampled groups: the run ends with its evaluation.
 
-    .venv/bin/python scripts/learning_probe.py --task local.playground-2 --run var/runs/<run_id> --out var/probe/run.jsonl
+``--full-weights vision`` (or any of the run setting's presets and module names) trains those
+base-model modules too; the loop pushes them into vLLM with each adapter and gives vLLM its base
+weights back at the end. ``--run DIR`` reads a training run instead of training: ``image_tv`` of the
+base model and of each checkpoint the run kept (adapter and full weights), over the screenshots of
+the run's first evaluation (from the screenshot store), no service needed:
 
-`--plot OUT.png FILE.jsonl ...` draws probe outputs side by side (image_tv on a log scale, greedy
+    .venv/bin/python scripts/learning_probe.py --run var/runs/<run_id> --out var/probe/run.jsonl
+
+``--plot OUT.png FILE.jsonl ...`` draws probe outputs side by side (image_tv on a log scale, greedy
 layouts solved and sampled hit rate per update), one line per file, labelled by file name.
 """
 
@@ -43,262 +47,233 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
-import math
+import logging
+import os
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
-import torch
-from playwright.async_api import async_playwright
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))  # inprocess_loop: the trainer's loop in this process, a private stack
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # click_layouts: the task check and image_tv
 
-from halo.actions import format_tool_call, to_pixels
-from halo.policy_client import PolicyClient
-from halo.policy_results import Candidate
-from halo.prompts import tool_call_regex
-from halo.schemas import Action, Task, Viewport
-from halo.settings import REPO_ROOT
-from halo.settings.env import EnvSettings
-from halo.settings.policy import PolicySettings
-from halo.settings.reward import RewardSettings
-from halo.settings.trainer import LearnerConfig
-from halo_env.backends.local import LocalCloneBackend
-from halo_model.grammar import grammar_masks
-from halo_model.inputs import SampleRecord, build_batch
-from halo_model.loading import load_model, load_processor
-from halo_model.logprobs import base_model
-from halo_model.resolution import resolve_model
-from halo_reward.rules import DomainRules, RuleBook
-from halo_sites.tasks import get_task
-from halo_trainer.learner.checkpoint import CheckpointManager
-from halo_trainer.learner.learner import Learner, LearnerBatch
-from halo_trainer.learner.objective import group_advantages
+from click_layouts import click_task, fixed_completion, image_sensitivity  # noqa: E402
+from inprocess_loop import private_stack, run_grpo  # noqa: E402
 
-BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
-CLICKS = ("left_click", "double_click", "triple_click")
-VIEWPORT = Viewport()
-HELD_OUT_FROM = 1_000_000  # a multi-button task's held-out seeds start here, far from any training pool
-HIT = 5.0  # a first-click reward above this includes the success bonus: the target was hit
-
-Box = tuple[float, float, float, float]  # x0, y0, x1, y1: page pixels
+from halo.schemas import GroupMode, RunSpec  # noqa: E402
+from halo.settings.trainer import TrainerSettings  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Layout:
-    """One seed's page as the policy sees it: the screenshot, and each button's box read from the page."""
+def run_config(args: argparse.Namespace, task_id: str, run_id: str, settings: TrainerSettings):
+    """The probe's run: the trainer's own resolution (rl_config.yaml, the target's profile, the spec),
+    then the few values a RunSpec does not carry."""
+    from halo_trainer.config import load_defaults, profile_for, resolve
 
-    seed: int
-    png: bytes
-    boxes: dict[str, Box]  # button label -> box
-
-
-def click_task(name: str, one_button: bool = False) -> Task:
-    """The Playground click task ``name``; a clear exit for any other name (or, with ``one_button``,
-    for a task with several buttons)."""
-    try:
-        task = get_task(name)
-    except KeyError:
-        raise SystemExit(f"unknown task {name!r}: give a Playground click task such as local.playground-2") from None
-    buttons = task.config.get("buttons") or []
-    if task.config.get("family") != "click" or not buttons or (one_button and len(buttons) != 1):
-        raise SystemExit(f"{name} is not a {'one-button ' if one_button else ''}Playground click task")
-    return task
-
-
-@functools.cache
-def playground_rules() -> DomainRules:
-    """The reward service's own rules for the Playground (configs/rewards: default.yaml's shaping
-    weights, playground.yaml's weight for each progress flag the page records)."""
-    return RuleBook.load(RewardSettings().rules_dir).for_domain("playground")
-
-
-def target_label(config: dict) -> str:
-    """The button the task asks for: the app's rule (``config.target``, else the first button)."""
-    return config.get("target") or config["buttons"][0]
-
-
-def button_at(boxes: dict[str, Box], x: float, y: float) -> str | None:
-    """The label of the button under the pixel (x, y), or None for a click beside every button.
-    A box holds its left and top edges, not its right and bottom ones, as Chromium hit-tests it."""
-    return next((label for label, (x0, y0, x1, y1) in boxes.items() if x0 <= x < x1 and y0 <= y < y1), None)
-
-
-def layout_reward(config: dict, boxes: dict[str, Box]):
-    """The reward service's step reward for a first click on a page whose buttons are ``boxes``.
-
-    The first click ends the episode whatever it hits (the page locks: a new state, novelty). A
-    click on any button submits, which records the ``submitted`` flag where the task lists it (a
-    wrong button too); a click beside every button submits nothing. Each near-target ring the
-    click lands in (``near_target`` tasks only, rings round the target's centre) is a flag as
-    well; the target itself is the task's success."""
-    target = target_label(config)
-    x0, y0, x1, y1 = boxes[target]
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    milestones = config.get("milestones", [])
-    near = config.get("near_radius", 250)  # the app's default ring
-    radii = [float(r) for r in (near if isinstance(near, list) else [near])] if "near_target" in milestones else []
-    rules = playground_rules()
-    w = rules.shaping
-    ring = rules.weight("near_target")  # every ring's flag pays the domain's progress weight
-    submitted = rules.weight("submitted") if "submitted" in milestones else 0.0
-
-    def reward(c: Candidate) -> float:
-        a = c.action
-        if a is None:
-            return w.invalid
-        if a.action not in CLICKS or a.coordinate is None:
-            return w.valid
-        x, y = to_pixels(a.coordinate, VIEWPORT)  # the pixel the env clicks
-        rings = sum(math.hypot(x - cx, y - cy) <= r for r in radii)
-        on = button_at(boxes, x, y)
-        return (
-            w.valid
-            + w.novelty
-            + ring * rings
-            + (submitted if on is not None else 0.0)
-            + (w.success if on == target else 0.0)
-        )
-
-    return reward
-
-
-def make_reward(config: dict, layout: int):
-    """The step reward for a first click on a one-button task's ``layout`` (its button at slot
-    ``layout``, sized as style.css sizes it), without a page."""
-    (cx, cy) = config["slots"][layout % len(config["slots"])]
-    width, height = BUTTON_SIZES[config.get("size", "large")]
-    box = (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
-    return layout_reward(config, {target_label(config): box})
-
-
-def target_slot(config: dict, layout: Layout) -> int:
-    """Which of the task's slots the target button sits on (the slot nearest to its box's centre)."""
-    x0, y0, x1, y1 = layout.boxes[target_label(config)]
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    return min(range(len(config["slots"])), key=lambda i: math.dist(config["slots"][i], (cx, cy)))
-
-
-def held_out_seeds(slot_of_seed: list[tuple[int, int]], slots: int) -> list[int] | None:
-    """The first seed (in the order given) whose target lands on each slot, slot by slot; None
-    while some slot has none yet."""
-    first: dict[int, int] = {}
-    for seed, slot in slot_of_seed:
-        first.setdefault(slot, seed)
-    return [first[s] for s in range(slots)] if len(first) == slots else None
-
-
-async def capture(task: Task, seeds) -> list[Layout]:
-    """One layout per seed, reset as the env service does: real Chromium. The buttons' boxes come
-    from the page (``data-label``), so the probe never re-implements the app's seeded shuffle."""
-    env = EnvSettings()
-    backend = LocalCloneBackend(env.sites_url)
-    layouts = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=env.chromium_path or None, args=list(env.chromium_args))
-        for seed in seeds:
-            page = await browser.new_page(viewport={"width": VIEWPORT.width, "height": VIEWPORT.height})
-            await backend.setup(page, task, "probe", seed)
-            png = await page.screenshot(type="png", caret="hide")
-            boxes = {}
-            for button in await page.locator("[data-label]").all():
-                b = await button.bounding_box()
-                boxes[await button.get_attribute("data-label")] = (
-                    b["x"],
-                    b["y"],
-                    b["x"] + b["width"],
-                    b["y"] + b["height"],
-                )
-            layouts.append(Layout(seed, png, boxes))
-            await page.close()
-        await browser.close()
-    return layouts
-
-
-async def screenshots(task: Task, layouts: int) -> list[bytes]:
-    """One screenshot per layout (seed 0..layouts-1), reset as the env service does: real Chromium."""
-    return [layout.png for layout in await capture(task, range(layouts))]
-
-
-async def held_out_layouts(task: Task) -> list[Layout]:
-    """A multi-button task's checked layouts: from seed HELD_OUT_FROM on, the first seed whose
-    target lands on each slot (slot order), so the greedy check covers every target position once."""
-    seen: dict[int, Layout] = {}
-    for start in range(HELD_OUT_FROM, HELD_OUT_FROM + 1600, 16):
-        seen |= {layout.seed: layout for layout in await capture(task, range(start, start + 16))}
-        slots = [(seed, target_slot(task.config, layout)) for seed, layout in seen.items()]
-        chosen = held_out_seeds(slots, len(task.config["slots"]))
-        if chosen is not None:
-            return [seen[seed] for seed in chosen]
-    raise SystemExit(f"{task.id}: no seed from {HELD_OUT_FROM} on puts the target on some slot")
-
-
-def masked_logits(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, torch.Tensor]:
-    """The learner's per-token log-probs [B, C] of the batch's completions, and the logits at those
-    positions [B, C, V] with what the grammar forbids at -inf (captured from ``lm_head``)."""
-    captured: list[torch.Tensor] = []
-    hook = base_model(learner.model).lm_head.register_forward_hook(lambda _m, _i, out: captured.append(out.detach()))
-    try:
-        logp = learner.logprobs(batch)
-    finally:
-        hook.remove()
-    allowed = batch.allowed[..., : captured[0].shape[-1]].to(captured[0].device)
-    return logp, captured[0].float().masked_fill(~allowed, float("-inf"))
-
-
-def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed) -> float:
-    """How much the screenshot moves the policy: the largest total-variation distance between the
-    layouts' next-token distributions (under the grammar), averaged over the completion's decisions.
-
-    The same completion is scored after every layout's screenshot; positions the grammar forces
-    (one allowed token) are skipped. 0 means the policy cannot tell the layouts apart at all;
-    a policy that reads the target's position needs distances near 1 at the coordinate digits.
-    """
-    if len(shots) < 2:
-        return float("nan")
-    inputs = build_batch(processor, [SampleRecord(goal, [], [png], completion, None) for png in shots])
-    mask = allowed.expand(len(shots), -1, -1)
-    _, logits = masked_logits(learner, LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
-    probs = torch.softmax(logits, dim=-1)  # [layouts, C, V]
-    decisions = mask[0].sum(-1) > 1  # [C]
-    tv = torch.stack(
-        [0.5 * (probs[i] - probs[j]).abs().sum(-1) for i in range(len(shots)) for j in range(i + 1, len(shots))]
-    )  # [pairs, C]
-    return float(tv.max(0).values[decisions[: tv.shape[1]]].mean())
-
-
-def fixed_completion(processor, coordinate: tuple[int, int] = (500, 500)) -> list[int]:
-    """The tokens of a left_click at ``coordinate`` (the screen's centre by default), closed as the
-    model closes an answer."""
-    text = format_tool_call(Action(action="left_click", coordinate=coordinate))
-    tok = processor.tokenizer
-    return tok.encode(text, add_special_tokens=False) + [tok.convert_tokens_to_ids("<|im_end|>")]
-
-
-def run_image_tv(run_dir: Path, model: str, shots: list[bytes], goal: str, processor) -> list[dict]:
-    """``image_tv`` of the base model (update 0) and of every checkpoint ``run_dir`` kept."""
-    config = json.loads((run_dir / "config.json").read_text())
-    config = config.get("run", config)  # the run folder's config.json nests the RunConfig under "run"
-    learner_cfg = LearnerConfig(
-        learning_rate=config["learning_rate"],
-        lora_r=config["lora_r"],
-        lora_alpha=config["lora_alpha"],
-        lora_target_modules=tuple(config["lora_target_modules"]),
-        full_weights=tuple(config.get("full_weights") or ()),
-        max_completion_tokens=config["sampling"]["max_tokens"],
+    full = [n.strip() for n in args.full_weights.split(",") if n.strip()]
+    spec = RunSpec(
+        domain="playground",
+        tasks=[task_id],
+        episodes=args.updates * args.groups,  # a step-group job is one episode
+        num_generations=args.num_generations,
+        jobs_per_update=args.groups,
+        prefetch_updates=0,  # version k's groups are exactly update k + 1's
+        learning_rate=args.lr,
+        temperature=args.temperature,
+        group_mode=GroupMode.STEP,
+        max_steps=1,
+        eval_every=1,
+        eval_episodes=args.eval_episodes,
+        full_weights=full or None,
+        full_weights_lr=args.full_weights_lr,
+        name="probe",
     )
+    cfg = resolve(spec, run_id, [task_id], load_defaults(settings.rl_config), profile_for(settings.target))
+    extra = {"record_episodes_every": 1}  # every group's record: where each update's signal came from
+    extra |= {k: v for k, v in (("lora_r", args.lora_r), ("lora_alpha", args.lora_alpha)) if v is not None}
+    return cfg.model_copy(update=extra)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def probe_line(k: int, *, evals: list[dict], metrics: list[dict], episodes: list[dict], seeds: dict[str, int]) -> dict:
+    """What the run folder says of policy version k: its evaluation (after k updates), the groups it
+    sampled (episode records of version k) and the update that learned from them (metrics k + 1).
+    ``seeds`` maps job ids to the seeds the loop gave them."""
+    ev = next(e for e in evals if e["update"] == k)
+    checked = sorted(
+        (r for r in episodes if r["purpose"] == "eval" and r["update"] == k), key=lambda r: seeds[r["job_id"]]
+    )
+    greedy = [r["steps"][0]["candidates"][0]["action_text"] if r["steps"] else "<no step>" for r in checked]
+    line = {
+        "update": k,
+        "greedy": greedy,
+        "greedy_layouts_solved": sum(bool(r["success"]) for r in checked),
+        "layouts": len(checked),
+        "checked_seeds": [seeds[r["job_id"]] for r in checked],
+        "solved_seeds": [seeds[r["job_id"]] for r in checked if r["success"]],
+        "eval_success_rate": ev["eval/success_rate"],
+        "eval_ci": [round(ev["eval/ci_low"], 3), round(ev["eval/ci_high"], 3)],
+    }
+    sampled = sorted(
+        (r for r in episodes if r["purpose"] == "train" and r["policy_version"] == k), key=lambda r: seeds[r["job_id"]]
+    )
+    groups = [step["candidates"] for r in sampled for step in r["steps"]]
+    if groups:
+        candidates = [c for g in groups for c in g]
+        hits = [sum(c["task_success"] is True for c in g) for g in groups]
+        mass = [sum(abs(c["advantage"]) for c in g) for g in groups]
+        mixed = sum(m for m, h, g in zip(mass, hits, groups, strict=True) if 0 < h < len(g))
+        line |= {
+            "train_seeds": [seeds[r["job_id"]] for r in sampled],
+            # any button: a click on a wrong one submits too (the `submitted` flag every click task records)
+            "sampled_button_rate": sum("submitted" in c["milestones"] for c in candidates) / len(candidates),
+            # Where the update's learning signal comes from: a group whose rewards are all equal has
+            # zero advantage (no gradient); only groups that mix hits and misses carry the hit signal.
+            "group_hits": hits,
+            "groups_without_signal": sum(m == 0 for m in mass),
+            "hit_signal_share": round(mixed / sum(mass), 4) if sum(mass) else 0.0,
+        }
+    learned = next((m for m in metrics if m["update"] == k + 1), None)
+    if learned is not None:  # the update that learned from those samples: the loop's own figures
+        line |= {
+            "sampled_hit_rate": learned["rollout/sample_success_rate"],
+            "mean_reward": round(learned["rollout/mean_reward"], 3),
+            "loss": learned.get("train/loss"),
+            "grad_norm": learned.get("train/grad_norm"),
+            "update_s": round(learned["train/update_s"], 2),
+        }
+    return line
+
+
+def eval_screenshots(run_dir: Path, store) -> list[bytes]:
+    """The first-step screenshots of the run's first evaluation round (one per held-out seed)."""
+    from halo_trainer.observe.episode_log import read_episodes
+
+    evals = [r for r in read_episodes(run_dir / "episodes.jsonl") if r["purpose"] == "eval" and r["steps"]]
+    if not evals:
+        raise SystemExit(f"{run_dir}: no evaluation episode recorded, so no screenshots to measure image_tv on")
+    first = min(r["update"] for r in evals)
+    return [
+        store.get(r["steps"][0]["screenshot"]) for r in sorted(evals, key=lambda r: r["job_id"]) if r["update"] == first
+    ]
+
+
+def image_tv_of(learner, processor, shots: list[bytes], goal: str) -> float:
+    """``image_sensitivity`` on a left_click at the screen's centre, under the replayed grammar."""
+    from halo.prompts import tool_call_regex
+    from halo_model.grammar import grammar_masks
+
     completion = fixed_completion(processor)
+    allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completion], learner.vocab_size)
+    tv = image_sensitivity(learner, processor, shots, goal, completion, allowed)
+    return float(f"{tv:.4g}")  # 4 significant digits: it falls by decades
+
+
+async def probe(args: argparse.Namespace, emit: Callable[[dict, dict], None]) -> Path:
+    """One probe run in the trainer's loop; each version's line is emitted as soon as the run folder has it."""
+    from halo.settings import resolved
+    from halo_model.loading import load_model, load_processor
+    from halo_trainer.api.runs import learner_model, new_run_id
+    from halo_trainer.learner.learner import Learner
+    from halo_trainer.observe.episode_log import read_episodes
+
+    settings = TrainerSettings()
+    task = click_task(args.task)
+    run_id = new_run_id(RunSpec(domain="playground", name="probe"))
+    cfg = run_config(args, task.id, run_id, settings)
+    run_dir = settings.runs_dir / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(
+        json.dumps({"run": cfg.model_dump(mode="json"), "trainer": resolved(settings)}, indent=1)
+    )
+    print(f"run {run_id}: {run_dir}", file=sys.stderr, flush=True)
+    model = learner_model(settings, build=True)  # the learner's model must be the one vLLM serves
+    processor = load_processor(model, **settings.processor_kwargs())
+    learner = Learner(
+        load_model(model, device=settings.resolved_device(), dtype=settings.resolved_dtype()),
+        cfg.learner_config(settings.resolved_learner()),
+    )
+    started, seeds, tv, shots = time.time(), {}, {}, []
+
+    context = {"task": task.id, "run_id": run_id, "lr": cfg.learning_rate, "full_weights": list(cfg.full_weights)}
+
+    def line(k: int) -> None:
+        evals, metrics = read_jsonl(run_dir / "eval.jsonl"), read_jsonl(run_dir / "metrics.jsonl")
+        episodes = read_episodes(run_dir / "episodes.jsonl")
+        out = probe_line(k, evals=evals, metrics=metrics, episodes=episodes, seeds=seeds)
+        emit({"update": k, "seconds": round(time.time() - started, 1), **out, "image_tv": tv.get(k)}, context)
+
+    def instrument(loop) -> None:
+        """Record each job's seed as the loop publishes it; measure image_tv once per version; emit
+        version k's line once update k + 1 has closed (its samples learned from, its metrics written)."""
+        parts = loop.parts
+        publish, start, close_update = parts.pipeline.jobs.publish, parts.start, parts.close_update
+
+        async def recorded_publish(job, **kw):
+            seeds[job.job_id] = job.seed
+            return await publish(job, **kw)
+
+        async def measured(k: int) -> None:
+            if not shots:
+                shots.extend(eval_screenshots(run_dir, parts.store))
+            tv[k] = await asyncio.to_thread(image_tv_of, loop.learner, processor, shots, task.goal)
+
+        async def started_run(stop):
+            await start(stop)
+            await measured(0)
+
+        async def closed_update(metrics):
+            await close_update(metrics)
+            await measured(loop.c.updates)
+            line(loop.c.updates - 1)
+
+        parts.pipeline.jobs.publish, parts.start, parts.close_update = recorded_publish, started_run, closed_update
+
+    done = await run_grpo(cfg, learner, processor, settings, worker_prefix="probe-worker", instrument=instrument)
+    line(done.loop.c.updates)  # the final version: its evaluation, no samples
+    print(
+        f"run {run_id} {done.outcome}: {done.loop.c.updates} updates in {done.wall_s:.0f} s; {run_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return run_dir
+
+
+def run_image_tv(run_dir: Path, model: str | None) -> list[dict]:
+    """``image_tv`` of the base model (update 0) and of every checkpoint ``run_dir`` kept."""
+    from halo.screenshots import ScreenshotStore
+    from halo_model.loading import load_model, load_processor
+    from halo_sites.tasks import get_task
+    from halo_trainer.api.runs import learner_model
+    from halo_trainer.config import RunConfig
+    from halo_trainer.learner.checkpoint import CheckpointManager
+    from halo_trainer.learner.learner import Learner
+
+    config = json.loads((run_dir / "config.json").read_text())
+    cfg = RunConfig.model_validate(config.get("run", config))  # the run folder nests the RunConfig under "run"
+    recorded = config.get("trainer", {}).get("data_dir")  # the data folder the run's screenshots went to
+    settings = TrainerSettings()
+    if recorded and TrainerSettings(data_dir=recorded).screenshots_dir.exists():
+        settings = TrainerSettings(data_dir=recorded)
+    model = model or learner_model(settings, build=False)
+    processor = load_processor(model, **settings.processor_kwargs())
+    shots = eval_screenshots(run_dir, ScreenshotStore(settings.screenshots_dir))
+    goal = get_task(cfg.tasks[0]).goal
     lines = []
-    points = [None] + CheckpointManager(run_dir / "checkpoints").complete()
-    for ckpt in points:
-        learner = Learner(load_model(model), learner_cfg)
+    for ckpt in [None, *CheckpointManager(run_dir / "checkpoints").complete()]:
+        learner = Learner(load_model(model), cfg.learner_config(settings.resolved_learner()))
         if ckpt is not None:
             learner.load_adapter(ckpt.adapter_dir)
             if learner.full_weight_names():
                 learner.load_base_weights(ckpt.full_weights_dir)
-        allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completion], learner.vocab_size)
-        tv = image_sensitivity(learner, processor, shots, goal, completion, allowed)
-        lines.append({"run": run_dir.name, "update": 0 if ckpt is None else ckpt.step, "image_tv": float(f"{tv:.4g}")})
+        tv = image_tv_of(learner, processor, shots, goal)
+        lines.append(
+            {"run": run_dir.name, "task": cfg.tasks[0], "update": 0 if ckpt is None else ckpt.step, "image_tv": tv}
+        )
         print(json.dumps(lines[-1]), flush=True)
     return lines
 
@@ -311,14 +286,22 @@ def plot(out: Path, files: list[Path]) -> None:
 
     fig, (tv_ax, solved_ax, hit_ax) = plt.subplots(1, 3, figsize=(15, 4))
     for f in files:
-        rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        xs = [r["update"] for r in rows]
-        tv_ax.plot(xs, [max(r["image_tv"], 1e-6) for r in rows], label=f.stem)
-        solved_ax.plot(xs, [r["greedy_layouts_solved"] / r["layouts"] for r in rows], label=f.stem)
-        (line,) = hit_ax.plot(xs, [r["sampled_hit_rate"] for r in rows], label=f"{f.stem}: target")
-        if all("sampled_button_rate" in r for r in rows):  # multi-button tasks: any button, dashed
+        rows = read_jsonl(f)
+        with_tv = [r for r in rows if r.get("image_tv") is not None]
+        tv_ax.plot([r["update"] for r in with_tv], [max(r["image_tv"], 1e-6) for r in with_tv], label=f.stem)
+        solved_ax.plot(
+            [r["update"] for r in rows], [r["greedy_layouts_solved"] / r["layouts"] for r in rows], label=f.stem
+        )
+        sampled = [r for r in rows if "sampled_hit_rate" in r]  # the last version samples nothing
+        xs = [r["update"] for r in sampled]
+        (line,) = hit_ax.plot(xs, [r["sampled_hit_rate"] for r in sampled], label=f"{f.stem}: target")
+        if all("sampled_button_rate" in r for r in sampled):  # any button, dashed
             hit_ax.plot(
-                xs, [r["sampled_button_rate"] for r in rows], ls="--", c=line.get_color(), label=f"{f.stem}: any button"
+                xs,
+                [r["sampled_button_rate"] for r in sampled],
+                ls="--",
+                c=line.get_color(),
+                label=f"{f.stem}: any button",
             )
     tv_ax.set(yscale="log", xlabel="update", ylabel="image_tv", title="how much the screenshot moves the policy")
     solved_ax.set(
@@ -333,178 +316,73 @@ def plot(out: Path, files: list[Path]) -> None:
     print(f"wrote {out}")
 
 
-async def main() -> None:
+def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--policy-url", default=None, help="vLLM base URL (default: the policy settings')")
-    p.add_argument("--model", default=None, help="model directory (default: the tiny model vLLM serves)")
+    p.add_argument("--task", default="local.playground-1", help="a Playground click task")
     p.add_argument("--updates", type=int, default=25)
-    p.add_argument("--lr", type=float, default=2e-2)
+    p.add_argument("--lr", type=float, default=None, help="LoRA learning rate (default: the profile's, tiny 1e-2)")
     p.add_argument("--num-generations", type=int, default=8, help="group size N")
     p.add_argument("--groups", type=int, default=4, help="groups per update (jobs_per_update)")
-    p.add_argument("--lora-r", type=int, default=8)
-    p.add_argument("--lora-alpha", type=float, default=16)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--no-mask", action="store_true", help="do not replay the grammar (the old behaviour)")
-    p.add_argument("--task", default="local.playground-1", help="a Playground click task")
+    p.add_argument("--lora-r", type=int, default=None, help="default: the profile's (tiny: 8)")
+    p.add_argument("--lora-alpha", type=float, default=None, help="default: the profile's (tiny: 16)")
+    p.add_argument("--temperature", type=float, default=None, help="default: the profile's (tiny: 1.0)")
     p.add_argument(
-        "--pool", type=int, default=96, help="a multi-button task's training seeds (0..pool-1; one-button: its slots)"
+        "--eval-episodes", type=int, default=None, help="held-out seeds checked after every update (default: slots)"
     )
-    p.add_argument("--adapters", default=str(REPO_ROOT / "var/probe"), help="where adapters are written")
-    p.add_argument("--out", default=None, help="also append the JSON lines to this file")
     p.add_argument(
         "--full-weights",
         default="",
         help="base-model modules trained in full too, comma-separated (a run's full_weights: vision, ...)",
     )
-    p.add_argument("--full-weights-lr", type=float, default=1e-3)
-    p.add_argument("--run", default=None, help="a run folder: image_tv of its checkpoints instead of training")
+    p.add_argument("--full-weights-lr", type=float, default=None, help="default: the profile's (tiny: 1e-3)")
+    p.add_argument("--policy-url", default=None, help="vLLM base URL (default: the trainer settings')")
+    p.add_argument("--model", default=None, help="model directory (default: the trainer's, the tiny model on cpu)")
+    p.add_argument("--base-port", type=int, default=None, help="start a private stack on these ports (sites first)")
+    p.add_argument("--redis-port", type=int, default=None, help="the private stack's redis-server (default: base + 79)")
+    p.add_argument("--out", default=None, help="also append the JSON lines to this file")
+    p.add_argument(
+        "--run", default=None, help="a run folder: image_tv of its checkpoints instead of training (its own task)"
+    )
     p.add_argument(
         "--plot", nargs="+", metavar="OUT.png FILE.jsonl", help="plot probe outputs (the first name: the PNG) and exit"
     )
     args = p.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("halo").setLevel(logging.INFO)  # the loop's own account (evaluations, versions) on stderr
     if args.plot:
         return plot(Path(args.plot[0]), [Path(f) for f in args.plot[1:]])
-
-    settings = PolicySettings(**({"url": args.policy_url} if args.policy_url else {}))
-    model = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
-    task = click_task(args.task)
-    if args.pool < 1:
-        raise SystemExit("--pool must be at least 1")
-    if len(task.config["buttons"]) == 1:  # seed k puts the button on slot k: train and check every layout
-        train = checked = await capture(task, range(len(task.config["slots"])))
-    else:  # the buttons' orderings outnumber the slots: train on a pool, check on unseen seeds
-        train, checked = await capture(task, range(args.pool)), await held_out_layouts(task)
-    rewards_of = {layout.seed: layout_reward(task.config, layout.boxes) for layout in [*train, *checked]}
-    shots = [layout.png for layout in checked]
-    goal = task.goal
-    processor = load_processor(model)
-    if args.run:
-        lines = run_image_tv(Path(args.run), model, shots, goal, processor)
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            with Path(args.out).open("a") as fh:
-                fh.writelines(json.dumps({"task": args.task, **line}) + "\n" for line in lines)
-        return
-    max_tokens = 128
-    full = tuple(n.strip() for n in args.full_weights.split(",") if n.strip())
-    learner = Learner(
-        load_model(model),
-        LearnerConfig(
-            learning_rate=args.lr,
-            lora_r=args.lora_r,
-            lora_alpha=args.lora_alpha,
-            max_completion_tokens=max_tokens,
-            full_weights=full,
-            full_weights_lr=args.full_weights_lr,
-        ),
-    )
-    name, started = None, time.time()
-    prefix = f"probe{int(started) % 100_000}"
     out = Path(args.out) if args.out else None
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)
-    async with PolicyClient.from_settings(settings, structured_outputs="regex", max_tokens=max_tokens) as client:
-        for k in range(args.updates + 1):
-            greedy = [(await client.sample_single(png, goal, [], model=name))[0] for png in shots]
-            solved = [rewards_of[layout.seed](g) > HIT for layout, g in zip(checked, greedy, strict=True)]
-            first = greedy[0].token_ids
-            sensitivity = image_sensitivity(
-                learner,
-                processor,
-                shots,
-                goal,
-                first,
-                grammar_masks(processor.tokenizer, tool_call_regex(), [first], learner.vocab_size),
-            )
-            groups = [train[(k * args.groups + j) % len(train)] for j in range(args.groups)]
-            results = [
-                await client.sample_actions(
-                    layout.png,
-                    goal,
-                    [],
-                    n=args.num_generations,
-                    temperature=args.temperature,
-                    seed=k * 100_000 + j * 1000,
-                    model=name,
-                )
-                for j, layout in enumerate(groups)
-            ]
-            rewards = [
-                [rewards_of[layout.seed](c) for c in r.candidates] for layout, r in zip(groups, results, strict=True)
-            ]
-            flat = [x for group in rewards for x in group]
-            on_buttons = [
-                c.action is not None
-                and c.action.action in CLICKS
-                and c.action.coordinate is not None
-                and button_at(layout.boxes, *to_pixels(c.action.coordinate, VIEWPORT)) is not None
-                for layout, r in zip(groups, results, strict=True)
-                for c in r.candidates
-            ]
-            # Where the update's learning signal comes from: a group whose rewards are all equal has
-            # zero advantage (no gradient); only groups that mix hits and misses carry the hit signal.
-            advantages = [group_advantages(torch.tensor(g)) for g in rewards]
-            hits = [sum(x > HIT for x in g) for g in rewards]
-            mass = [float(a.abs().sum()) for a in advantages]
-            mixed = sum(m for m, h in zip(mass, hits, strict=True) if 0 < h < len(rewards[0]))
-            line = {
-                "update": k,
-                "seconds": round(time.time() - started, 1),
-                "greedy": [g.action.short() if g.action else g.text[:60] for g in greedy],
-                "greedy_layouts_solved": sum(solved),
-                "layouts": len(checked),
-                "checked_seeds": [layout.seed for layout in checked],
-                "solved_seeds": [layout.seed for layout, ok in zip(checked, solved, strict=True) if ok],
-                "train_seeds": [layout.seed for layout in groups],
-                "sampled_hit_rate": sum(x > HIT for x in flat) / len(flat),
-                "sampled_button_rate": sum(on_buttons) / len(on_buttons),  # any button: a wrong one submits too
-                "mean_reward": round(sum(flat) / len(flat), 3),
-                "group_hits": hits,
-                "groups_without_signal": sum(m == 0 for m in mass),
-                "hit_signal_share": round(mixed / sum(mass), 4) if sum(mass) else 0.0,  # |advantage| in mixed groups
-                "image_tv": float(f"{sensitivity:.4g}"),  # 4 significant digits: it falls by decades
-            }
-            print(json.dumps(line), flush=True)
-            if out:
-                with out.open("a") as fh:
-                    fh.write(json.dumps({"task": args.task, "lr": args.lr, "full_weights": list(full), **line}) + "\n")
-            if k == args.updates:
-                break
-            candidates = [c for r in results for c in r.candidates]
-            records = [
-                SampleRecord(goal, [], [layout.png], c.token_ids, r.prompt_token_ids)
-                for layout, r in zip(groups, results, strict=True)
-                for c in r.candidates
-            ]
-            behaviour = torch.zeros(len(candidates), max(len(c.token_ids) for c in candidates))
-            for i, c in enumerate(candidates):
-                behaviour[i, : len(c.logprobs)] = torch.tensor(c.logprobs)
-            allowed = None
-            if not args.no_mask:
-                allowed = grammar_masks(
-                    processor.tokenizer, tool_call_regex(), [c.token_ids for c in candidates], learner.vocab_size
-                )
-            learner.update(
-                LearnerBatch(
-                    inputs=build_batch(processor, records),
-                    advantages=torch.cat(advantages),
-                    behaviour_logprobs=None if args.no_mask else behaviour,  # unmasked: ratio 1
-                    allowed=allowed,
-                )
-            )
-            path = Path(args.adapters) / prefix / f"v{k + 1}"
-            learner.save_adapter(path)
-            previous, name = name, f"{prefix}-v{k + 1}"
-            if full:  # the run loop's sync: weights and adapter as one version (older adapters unloaded)
-                weights = learner.save_base_weights(path / "weights")
-                await client.publish_weights(name, str(path.resolve()), str(weights.resolve()))
-                continue
-            await client.publish_adapter(name, str(path.resolve()))
-            if previous is not None:
-                await client.unload_adapter(previous)
-        if full:  # leave the server with the weights it started with
-            await client.reload_weights(str(Path(model).resolve()))
+    if args.run:
+        lines = run_image_tv(Path(args.run), args.model)
+        if out:
+            with out.open("a") as fh:
+                fh.writelines(json.dumps(line) + "\n" for line in lines)
+        return
+    if args.eval_episodes is None:
+        args.eval_episodes = len(click_task(args.task).config["slots"])
+    if args.policy_url:
+        os.environ["HALO_TRAINER_POLICY_URL"] = args.policy_url
+    if args.model:
+        os.environ["HALO_TRAINER_MODEL"] = args.model
+
+    def emit(line: dict, context: dict) -> None:
+        print(json.dumps(line), flush=True)
+        if out:
+            with out.open("a") as fh:
+                fh.write(json.dumps({**context, **line}) + "\n")
+
+    if args.base_port is None:
+        asyncio.run(probe(args, emit))
+        return
+    from halo_model.resolution import resolve_model
+
+    model = args.model or resolve_model(None, "cpu", build=True)  # the tiny model of the default data folder
+    redis_port = args.redis_port or args.base_port + 79
+    with private_stack(args.base_port, redis_port, ROOT / "var" / "probe-stack", model):
+        asyncio.run(probe(args, emit))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -1,25 +1,16 @@
-"""The learning probe's pure parts: the first-click reward, the target's slot, the held-out seeds."""
+"""scripts/learning_probe.py: the run it asks the trainer's loop for, and the lines it reads from the run folder."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
 
-from halo.actions import from_pixels
-from halo.policy_client import Candidate
-from halo.schemas import Action, Viewport
-from halo_sites.tasks import get_task
-
-# local.playground-4 at seed 0, as Chromium lays it out (the buttons' bounding boxes, page pixels)
-PG4_SEED0 = {
-    "OK": (690.0, 367.0, 870.0, 443.0),
-    "Cancel": (950.0, 367.0, 1130.0, 443.0),
-    "Yes": (170.0, 367.0, 350.0, 443.0),
-    "No": (430.0, 367.0, 610.0, 443.0),
-}
+from halo.schemas import GroupMode
+from halo.settings.trainer import TrainerSettings
 
 
 @pytest.fixture(scope="module")
@@ -27,84 +18,99 @@ def probe():
     path = Path(__file__).resolve().parents[2] / "scripts" / "learning_probe.py"
     spec = importlib.util.spec_from_file_location("learning_probe", path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["learning_probe"] = module  # its dataclass looks its module up while it is made
+    sys.modules["learning_probe"] = module
     spec.loader.exec_module(module)
     return module
 
 
-def click_at(x: float, y: float, action: str = "left_click") -> Candidate:
-    coordinate = from_pixels((x, y), Viewport())
-    return Candidate(
-        index=0,
-        text="",
-        action=Action(action=action, coordinate=coordinate),
-        parse_error=None,
-        token_ids=[],
-        logprobs=[],
+def args(**over) -> argparse.Namespace:
+    values = dict(
+        updates=3,
+        groups=2,
+        num_generations=4,
+        lr=0.001,
+        temperature=None,
+        eval_episodes=4,
+        full_weights="vision",
+        full_weights_lr=None,
+        lora_r=None,
+        lora_alpha=None,
     )
+    return argparse.Namespace(**{**values, **over})
 
 
-def test_a_first_click_on_playground_4_pays_as_the_reward_service_does(probe):
-    reward = probe.layout_reward(get_task("local.playground-4").config, PG4_SEED0)
-    # OK: valid 0.1 + new state 0.2 + `submitted` 0.3 + success 10
-    assert reward(click_at(780, 405)) == pytest.approx(10.6)
-    assert reward(click_at(780, 405, "double_click")) == pytest.approx(10.6)
-    # a wrong button submits too: `submitted` without success
-    for label in ("Cancel", "Yes", "No"):
-        x0, y0, x1, y1 = PG4_SEED0[label]
-        assert reward(click_at((x0 + x1) / 2, (y0 + y1) / 2)) == pytest.approx(0.6), label
-    # beside every button: the click still ends the episode (a new state), no flag (no rings on this task)
-    assert reward(click_at(660, 405)) == pytest.approx(0.3)
-    assert reward(click_at(780, 600)) == pytest.approx(0.3)
-    # not a click: valid, nothing changes; not an action: invalid
-    scroll = Candidate(
-        index=0,
-        text="",
-        action=Action(action="scroll", coordinate=(500, 500), pixels=-300),
-        parse_error=None,
-        token_ids=[],
-        logprobs=[],
+def test_the_run_is_the_trainers_own_config_set_for_a_first_click(probe):
+    settings = TrainerSettings(target="cpu")
+    cfg = probe.run_config(args(), "local.playground-2", "probe-x", settings)
+    assert cfg.tasks == ["local.playground-2"] and cfg.profile == "tiny"
+    assert cfg.group_mode is GroupMode.STEP and cfg.max_steps == 1
+    assert (cfg.episodes, cfg.jobs_per_update, cfg.num_generations) == (6, 2, 4)
+    assert (cfg.eval_every, cfg.eval_episodes, cfg.prefetch_updates, cfg.record_episodes_every) == (1, 4, 0, 1)
+    assert cfg.learning_rate == 0.001 and list(cfg.full_weights) == ["vision"]
+    # unset: the profile's values
+    assert (cfg.lora_r, cfg.temperature, cfg.full_weights_lr) == (8, 1.0, 1e-3)
+    assert probe.run_config(args(lora_r=4), "local.playground-2", "probe-x", settings).lora_r == 4
+
+
+def candidate(success: bool, advantage: float, milestones=(), total: float = 0.3) -> dict:
+    return {
+        "action_text": "left_click(500, 500)",
+        "task_success": success,
+        "advantage": advantage,
+        "milestones": list(milestones),
+        "reward": {"total": total},
+    }
+
+
+def episode(job: str, purpose: str, update: int, version: int, candidates: list[dict], success=None) -> dict:
+    return {
+        "episode_id": f"{job}-e",
+        "job_id": job,
+        "purpose": purpose,
+        "update": update,
+        "policy_version": version,
+        "success": success,
+        "steps": [{"step": 0, "screenshot": "0" * 64, "candidates": candidates}],
+    }
+
+
+def test_a_versions_line_reads_its_evaluation_its_samples_and_the_update_they_made(probe):
+    seeds = {"r-eval0-a-0": 1_000_000, "r-eval0-a-1": 1_000_001, "r-j0": 0, "r-j1": 1, "r-j2": 2}
+    episodes = [
+        episode("r-eval0-a-1", "eval", 0, 0, [{**candidate(True, 0.0), "action_text": "left_click(1, 2)"}], True),
+        episode("r-eval0-a-0", "eval", 0, 0, [candidate(False, 0.0)], False),
+        # version 0's groups: one mixes a hit and misses, one has no signal
+        episode("r-j1", "train", 0, 0, [candidate(False, 0.0), candidate(False, 0.0)]),
+        episode(
+            "r-j0",
+            "train",
+            0,
+            0,
+            [candidate(True, 7.5, ["submitted"], 10.6), candidate(False, -2.5), candidate(False, -5.0, ["submitted"])],
+        ),
+        episode("r-j2", "train", 1, 1, [candidate(False, 0.0)]),  # version 1's: not this line's
+    ]
+    evals = [{"update": 0, "eval/success_rate": 0.5, "eval/ci_low": 0.09, "eval/ci_high": 0.91}]
+    metrics = [
+        {
+            "update": 1,
+            "rollout/sample_success_rate": 0.2,
+            "rollout/mean_reward": 2.46,
+            "train/loss": 0.1,
+            "train/grad_norm": 0.7,
+            "train/update_s": 1.234,
+        }
+    ]
+    line = probe.probe_line(0, evals=evals, metrics=metrics, episodes=episodes, seeds=seeds)
+    assert line["greedy"] == ["left_click(500, 500)", "left_click(1, 2)"]  # in seed order
+    assert (line["greedy_layouts_solved"], line["layouts"]) == (1, 2)
+    assert line["checked_seeds"] == [1_000_000, 1_000_001] and line["solved_seeds"] == [1_000_001]
+    assert line["train_seeds"] == [0, 1] and line["group_hits"] == [1, 0]
+    assert line["groups_without_signal"] == 1 and line["hit_signal_share"] == 1.0
+    assert line["sampled_button_rate"] == pytest.approx(2 / 5)
+    assert (line["sampled_hit_rate"], line["mean_reward"], line["loss"], line["update_s"]) == (0.2, 2.46, 0.1, 1.23)
+    # the last version: its evaluation only
+    last = probe.probe_line(
+        1, evals=[*evals, {**evals[0], "update": 1}], metrics=metrics, episodes=episodes[4:], seeds=seeds
     )
-    assert reward(scroll) == pytest.approx(0.1)
-    assert reward(Candidate.parse(0, "no tool call here")) == pytest.approx(-0.5)
-
-
-def test_a_box_holds_its_left_and_top_edges_not_its_right_and_bottom_ones(probe):
-    # what Chromium does: measured by clicking local.playground-4's OK button at its edges
-    assert probe.button_at(PG4_SEED0, 690, 405) == "OK"
-    assert probe.button_at(PG4_SEED0, 869, 442) == "OK"
-    assert probe.button_at(PG4_SEED0, 870, 405) is None
-    assert probe.button_at(PG4_SEED0, 780, 443) is None
-    assert probe.button_at(PG4_SEED0, 689, 405) is None
-
-
-def test_a_one_button_task_pays_its_rings_and_its_button_from_the_slot(probe):
-    config = get_task("local.playground-2").config  # slot 3 at (960, 560), large button, rings 600/400/250/120
-    reward = probe.make_reward(config, 3)
-    # on the button: every ring, `submitted`, success
-    assert reward(click_at(960, 560)) == pytest.approx(0.3 + 4 * 0.3 + 0.3 + 10)
-    # 200 px left of the centre, beside the button: the 600, 400 and 250 rings
-    assert reward(click_at(760, 560)) == pytest.approx(0.3 + 3 * 0.3)
-    # the opposite corner: more than 600 px away
-    assert reward(click_at(100, 50)) == pytest.approx(0.3)
-    # layouts cycle with the slots
-    assert reward(click_at(960, 560)) == probe.make_reward(config, 7)(click_at(960, 560))
-    # a one-button task without rings (local.playground-3) needs no near_radius
-    nine = get_task("local.playground-3").config
-    x, y = nine["slots"][0]
-    assert probe.make_reward(nine, 0)(click_at(x, y)) == pytest.approx(10.6)
-
-
-def test_the_target_slot_is_the_slot_nearest_to_the_target_box(probe):
-    config = get_task("local.playground-4").config  # slots at x 260, 520, 780, 1040
-    layout = probe.Layout(seed=0, png=b"", boxes=PG4_SEED0)
-    assert probe.target_slot(config, layout) == 2
-    moved = probe.Layout(seed=1, png=b"", boxes={**PG4_SEED0, "OK": (170.0, 367.0, 350.0, 443.0)})
-    assert probe.target_slot(config, moved) == 0
-
-
-def test_held_out_seeds_are_the_first_to_put_the_target_on_each_slot(probe):
-    seen = [(100, 2), (101, 2), (102, 0), (103, 3), (104, 0)]
-    assert probe.held_out_seeds(seen, 4) is None  # nothing on slot 1 yet
-    assert probe.held_out_seeds([*seen, (105, 1), (106, 1)], 4) == [102, 105, 100, 103]
-    assert probe.held_out_seeds([(7, 0)], 1) == [7]
+    assert "loss" not in last and "group_hits" in last and last["layouts"] == 0
