@@ -7,6 +7,10 @@ the share of (task, seed) on which each found a success, with 95% Wilson interva
 
     python scripts/search_vs_sampling.py --task local.playground-7 --task local.playground-9 --seeds 5
     python scripts/search_vs_sampling.py --domain playground --seeds 3 --simulations 10 --out svs.json
+    python scripts/search_vs_sampling.py --task local.playground-11 --seeds 30 --simulations 1000 \
+        --env_step_budget 48 --max_children 8 --out svs.json     # every search and its sampling: 48 env steps
+
+The search's settings are the run's ``mcts`` knobs (``--widening``, ``--env_step_budget``, ...).
 
 Runs against the local stack (env, reward, vLLM as the usual HALO_TRAINER_* settings name them),
 with the base model. An env step is one executed action: the search's restores, forks and snapshots
@@ -24,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from halo.cli.knob_options import add_knob_arguments
 from halo.clients import EnvClient, RewardClient
 from halo.schemas import EpisodeGroupJob, PolicyVersion
 from halo.settings.trainer import TrainerSettings
@@ -87,13 +92,8 @@ async def compare(args: argparse.Namespace) -> dict:
     run_id = f"svs-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(args.run_dir) if args.run_dir else settings.runs_dir / run_id
     sampling = sampling_for(load_defaults(settings.rl_config), profile_for(settings.target))
-    cfg = MCTSConfig(
-        simulations=args.simulations,
-        ucb_c=args.ucb_c,
-        max_children=args.max_children,
-        max_depth=args.max_depth,
-        critic="progress",
-    )
+    given = {name: getattr(args, name) for name in args.knobs if getattr(args, name) is not None}
+    cfg = MCTSConfig(**given)
     rows = []
     async with policy_client(settings) as policy:
         version = PolicyVersion(run_id=run_id, version=0, adapter_name=policy.base_model, created_at=time.time())
@@ -141,10 +141,10 @@ def main() -> int:
     p.add_argument("--task", action="append", help="task id (repeatable); default: every task of the domain")
     p.add_argument("--seeds", type=int, default=3, help="seeds per task")
     p.add_argument("--first_seed", type=int, default=0)
-    p.add_argument("--simulations", type=int, default=10)
-    p.add_argument("--ucb_c", type=float, default=1.414)
-    p.add_argument("--max_children", type=int, default=5)
-    p.add_argument("--max_depth", type=int, default=6, help="the search's depth limit and the episodes' max_steps")
+    # The search's settings are the run's mcts knobs (docs/knobs.md); this measurement's own choices:
+    # a short search, a horizon of 6, and the critic the tiny random-weight model allows.
+    knobs = add_knob_arguments(p, ("mcts",))
+    p.set_defaults(knobs=knobs, simulations=10, max_depth=6, critic="progress")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--max_episodes", type=int, default=200, help="sampled episodes per (task, seed) at most")
     p.add_argument("--run_dir", help="where trees and snapshots go; default: <runs dir>/svs-<time>")

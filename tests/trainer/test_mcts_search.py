@@ -8,6 +8,7 @@ Playground clone through the real env (Chromium), reward service and vLLM servin
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -47,7 +48,10 @@ class SnapshotEnv(EnvStandIn):
 
 
 def cfg(**fields) -> MCTSConfig:
-    return MCTSConfig(**{"simulations": 6, "max_children": 3, "max_depth": 3, "critic": "progress", **fields})
+    """The tests below the widening ones check the search that executes all K children at once."""
+    return MCTSConfig(
+        **{"simulations": 6, "max_children": 3, "max_depth": 3, "critic": "progress", "widening": 0.0, **fields}
+    )
 
 
 def root_succeeds(n: int, i: int) -> list[Action | None]:
@@ -185,6 +189,92 @@ async def test_cancellation_closes_every_session(tmp_path):
     with pytest.raises(asyncio.CancelledError):
         await task
     assert env.sessions == {}
+
+
+# --- progressive widening, the env-step budget, refused re-entries --------------------------------
+
+
+def distinct_clicks(n: int, i: int) -> list[Action | None]:
+    """K distinct clicks at every expansion (the first proposed twice); rollouts click once."""
+    return [click(100), click(100), *(click(100 * (k + 2)) for k in range(n - 2))] if n > 1 else [click(50)]
+
+
+async def test_widening_executes_one_action_per_visit_and_grows_with_the_visits(tmp_path):
+    env = SnapshotEnv()
+    policy = PolicyStandIn(distinct_clicks)
+    result = await search(
+        services(env=env, policy=policy), job_for(), cfg(simulations=1, widening=0.5, max_children=4), tmp_path
+    )
+    tree = result.tree
+    # one simulation: the root's most proposed action alone was executed, then one rollout step per depth
+    assert list(tree.root.children) == ['{"action":"left_click","coordinate":[100,500]}']
+    assert tree.node(tree.root.children['{"action":"left_click","coordinate":[100,500]}']).proposals == 2
+    assert tree.record.env_steps == 1 + 2 == len(env.steps)  # the child, then a rollout to max_depth 3
+    assert [r["n"] for r in policy.requests] == [4, 1, 1]  # K proposals once, one sample a rollout step
+
+    env = SnapshotEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=8, widening=0.5, max_children=4),
+        tmp_path / "b",
+    )
+    tree = result.tree
+    # after n visits a node holds at most ceil((n + 1) ** 0.5) children
+    for node in tree.record.nodes:
+        if node.children:
+            assert len(node.children) <= max(1, math.ceil(node.visits**0.5))
+    assert 1 < len(tree.root.children) < 4 and tree.root.visits == 8
+    assert env.sessions == {} and result.reentry_mismatches == 0
+    # widening 0 executes all of them at the first expansion: best-of-K at the root
+    best_of_k = await search(
+        services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=1, widening=0.0, max_children=4),
+        tmp_path / "c",
+    )
+    assert len(best_of_k.tree.root.children) == 3  # 4 samples, 3 distinct actions
+
+
+@pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
+async def test_the_env_step_budget_bounds_the_search_exactly(tmp_path, widening):
+    env = SnapshotEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=50, widening=widening, max_children=4, env_step_budget=7),
+        tmp_path,
+    )
+    assert result.tree.record.env_steps == len(env.steps) == 7
+    assert result.tree.record.simulations < 50
+    assert env.sessions == {}
+
+
+class DriftingEnv(SnapshotEnv):
+    """Restores of the root's state come back one action further: another screen than recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root_restores = 0
+
+    async def restore(self, snapshot: Snapshot) -> ResetResponse:
+        if not snapshot.storage_state["actions"]:
+            self.root_restores += 1
+            snapshot = snapshot.model_copy(update={"storage_state": {**snapshot.storage_state, "actions": ["drifted"]}})
+        return await super().restore(snapshot)
+
+
+@pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
+async def test_a_reentry_that_shows_another_screen_is_refused(tmp_path, widening):
+    env = DriftingEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)), job_for(), cfg(widening=widening), tmp_path
+    )
+    tree = result.tree
+    assert result.reentry_mismatches == 1 and env.root_restores == 1  # refused once, never re-entered again
+    assert tree.root.children == {} and tree.root.visits == 0  # nothing searched from the wrong state
+    assert env.steps == [] and env.sessions == {}
+    assert result.metrics()["reentry_mismatches"] == 1.0
 
 
 def test_the_openai_critic_without_a_key_is_a_clear_configuration_error(monkeypatch):

@@ -217,6 +217,14 @@ KNOBS: tuple[Knob, ...] = (
          "Actions from the root after which a path (tree plus rollout) is cut off; a GRPO episode's max_steps,"
          " so a search sees the horizon an episode does",
          "actions"),
+    Knob("widening", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
+         "Progressive widening: a node holds at most ceil((n + 1) ** widening) children after n visits "
+         "(capped at max_children), and each visit that widens executes one more of its proposed actions "
+         "(the policy's most proposed first); 0 executes all K at the first expansion (best-of-K per node)"),
+    Knob("env_step_budget", "mcts", _int(0, 1_000_000), 0,
+         "Env steps a search may take (expansions and rollouts); it stops at the first simulation that "
+         "would start past it and cuts a rollout there; 0 = only simulations bound it",
+         "env steps"),
     Knob("alpha", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
          "Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 "
          "weighs search and critic equally"),

@@ -2,22 +2,27 @@
 
 A node's state is an env snapshot (``GET /sessions/{id}/snapshot``), stored by content hash under
 ``<run>/snapshots/<sha256>.json`` (the node's ``state_ref``); re-entering a node is one
-``POST /sessions/restore``, which must show the node's own screenshot (counted as a re-entry
-mismatch when it does not). The search::
+``POST /sessions/restore``, which must show the node's own screenshot: a re-entry that shows another
+screen is refused (closed, counted in ``reentry_mismatches``, the node never re-entered again) and
+the simulation ends there without a value. The search, with progressive widening (``widening`` w > 0)::
 
     root = reset(task, seed); snapshot it; close the session
-    repeat `simulations` times:
-        leaf = tree.select_leaf()                      # UCB1 on the composite Q
+    repeat `simulations` times, while the env steps taken are below `env_step_budget` (if set):
+        leaf = tree.select_leaf(widen)                 # UCB1 on the composite Q; stop at a node that
+                                                       # may take one more child: ceil((n+1)^w) > children
         if the leaf is terminal: back up its success; next
         s0 = restore(leaf)                             # one exact copy of the leaf's state
-        K candidates = policy.sample(s0, n=max_children)   # one vLLM request; merged by canonical action
-        s0 + forks of s0: execute each distinct action in its own session; reward each
-        each child: snapshot (its state_ref), reward, q_critic = the critic's score; tree.add_child
-        child = tree.select_child(leaf)                # the critic's favourite: all are unvisited
-        success, rewards = rollout from child with the current policy to a terminal state or max_depth
-                         (the task's validated success, 1/0, and the rollout's rewards)
+        if the leaf has no proposals left: K candidates = policy.sample(s0, n=max_children)
+                                                       # one vLLM request; merged by canonical action
+        execute the most proposed untried action in s0; reward it; snapshot the child
+        the critic scores the leaf's tried actions (all of them: a ranking is relative); tree.add_child
+        success, rewards = rollout from the child with the current policy to a terminal state,
+                           max_depth or the budget (the task's validated success, 1/0, and the rewards)
         tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
     tree.save(<run>/trees)
+
+With ``widening`` 0 the first visit of a leaf executes all its distinct candidates at once, each in
+its own fork of s0, and the rollout starts from the critic's favourite: every node is a best-of-K.
 
 Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout.play``), so
 a search's requests are a GRPO episode's: the same prompts, seeds per step, reward requests and
@@ -41,11 +46,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from halo.policy_client import Candidate
-from halo.schemas import Observation, RolloutJob, Snapshot
+from halo.schemas import Observation, RolloutJob, Snapshot, TreeNode
 from halo.transport import CallError
 from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView, check_critic, make_critic
 from halo_trainer.mcts.settings import MCTSConfig
@@ -62,7 +68,11 @@ from halo_trainer.rollout.play import (
 
 logger = logging.getLogger("halo.trainer.mcts")
 
-__all__ = ["SearchResult", "StateStore", "check_critic", "search"]
+__all__ = ["ReentryRefused", "SearchResult", "StateStore", "check_critic", "search"]
+
+
+class ReentryRefused(RuntimeError):
+    """A session meant to be in a node's state showed another screen: it is not that state."""
 
 
 @dataclass
@@ -70,7 +80,7 @@ class SearchResult:
     tree: Tree
     path: Path  # the tree file
     reentries: int = 0  # sessions opened in a node's state: restores of its snapshot and forks of those
-    reentry_mismatches: int = 0  # ... whose first screenshot differed from the node's
+    reentry_mismatches: int = 0  # ... whose first screenshot differed from the node's: refused
     infra_errors: int = 0  # candidates and rollouts dropped for an infrastructure failure
     critic_failures: int = 0  # expansions whose critic failed or answered no ranking (children scored 0.5)
 
@@ -124,6 +134,26 @@ class _Search:
         self.opened: set[str] = set()  # sessions to close when the search ends
         self.edge: dict[int, str | None] = {0: None}  # node -> the reward transition into it
         self.reentries = self.mismatches = self.infra_errors = self.critic_failures = 0
+        # Progressive widening: each node's proposed actions not yet tried (with how many candidates
+        # proposed each, and the policy version that did), the branches of those tried (what the
+        # critic ranks), and the nodes that take no more children.
+        self.pending: dict[int, list[tuple[Candidate, int, int]]] = {}
+        self.tried: dict[int, list[tuple[int, Branch]]] = {}
+        self.saturated: set[int] = set()  # the policy proposed nothing new there
+        self.refused: set[int] = set()  # a re-entry showed another screen: never re-entered again
+
+    def steps_left(self) -> int | None:
+        """Env steps the budget still allows; None without a budget."""
+        if not self.cfg.env_step_budget:
+            return None
+        return max(self.cfg.env_step_budget - self.tree.record.env_steps, 0)
+
+    def can_widen(self, node: TreeNode) -> bool:
+        """Whether ``node`` may take one more child now: ceil((n + 1) ** w) after n visits, at most K."""
+        if node.terminal or node.state_ref is None or node.id in self.saturated or node.id in self.refused:
+            return False
+        limit = min(self.cfg.max_children, math.ceil((node.visits + 1) ** self.cfg.widening))
+        return len(node.children) < limit
 
     async def close(self, session_id: str) -> None:
         self.opened.discard(session_id)
@@ -162,24 +192,33 @@ class _Search:
         node = self.tree.node(node_id)
         if node.state_ref is None:
             raise ValueError(f"node {node_id} has no state to re-enter")
+        if node_id in self.refused:
+            raise ReentryRefused(f"node {node_id} showed another screen when re-entered before")
         obs = (await self.svc.env.restore(self.states.get(node.state_ref))).observation
         self.opened.add(obs.session_id)
-        self.check_reentry(node_id, obs)
+        try:
+            self.check_reentry(node_id, obs)
+        except ReentryRefused:
+            await self.close(obs.session_id)
+            raise
         return obs
 
     def check_reentry(self, node_id: int, obs: Observation) -> None:
-        """Count a re-entry of the node (a restore or a fork of one), and whether it showed another screen."""
+        """Count a re-entry of the node (a restore or a fork of one); refuse one that shows another
+        screen (``ReentryRefused``): what would be searched from it is not the node's state."""
         recorded = self.tree.node(node_id).screenshot_sha256
         self.reentries += 1
         if obs.screenshot.sha256 != recorded:
             self.mismatches += 1
+            self.refused.add(node_id)
             logger.warning(
-                "search %s: node %d re-entered with screenshot %s, recorded %s",
+                "search %s: node %d re-entered with screenshot %s, recorded %s; refused",
                 self.search_id,
                 node_id,
                 obs.screenshot.sha256[:12],
                 (recorded or "")[:12],
             )
+            raise ReentryRefused(f"node {node_id} re-entered with another screen")
 
     # -- expansion ----------------------------------------------------------------------------------
     async def expand(self, leaf: int, sim: int) -> dict[int, tuple[str, Observation] | None]:
@@ -193,13 +232,27 @@ class _Search:
         )
         node.prompt_token_ids = list(prompt.prompt_token_ids)
         new = tree.new_candidates(leaf, candidates, self.cfg.max_children)
+        if (left := self.steps_left()) is not None:  # execute no more actions than the budget allows
+            kept, steps = [], 0
+            for cand, count in new:
+                steps += cand.action is not None
+                if steps > left:
+                    break
+                kept.append((cand, count))
+            new = kept
         runnable = [c for c, _ in new if c.action is not None]
         sessions = [obs.session_id]
         if len(runnable) > 1:
             fork = await self.svc.env.fork(obs.session_id, len(runnable) - 1)
             sessions += [f.observation.session_id for f in fork.sessions]
-            for f in fork.sessions:
-                self.check_reentry(leaf, f.observation)
+            self.opened.update(sessions)
+            try:
+                for f in fork.sessions:
+                    self.check_reentry(leaf, f.observation)
+            except ReentryRefused:
+                for session in sessions:
+                    await self.close(session)
+                raise
         self.opened.update(sessions)
         where = dict(zip((c.index for c in runnable), sessions, strict=False))
         ids = [f"{self.search_id}-x{sim}-c{i}" for i in range(len(new))]
@@ -240,6 +293,57 @@ class _Search:
             if cand.action is not None and not live:
                 await self.close(branch.session_id)
         return out
+
+    async def widen(self, leaf: int, sim: int) -> tuple[int, tuple[str, Observation] | None] | None:
+        """Execute one more of ``leaf``'s proposed actions (sampling K proposals first when none is
+        left) and record the child. Returns the child and its live session and observation (None
+        for a terminal child or one that did not parse), or None when nothing was added."""
+        tree, node = self.tree, self.tree.node(leaf)
+        obs = await self.reenter(leaf)
+        if not self.pending.get(leaf):
+            candidates, prompt, version = await sample_candidates(
+                self.svc, self.job, obs, list(node.history), self.cfg.max_children, node.depth, episode=sim
+            )
+            node.prompt_token_ids = list(prompt.prompt_token_ids)
+            fresh = tree.new_candidates(leaf, candidates, self.cfg.max_children)
+            # The policy's own preference first: the action most of its K samples proposed.
+            fresh.sort(key=lambda cand_count: -cand_count[1])
+            self.pending[leaf] = [(cand, count, version) for cand, count in fresh]
+            if not fresh:
+                self.saturated.add(leaf)
+                await self.close(obs.session_id)
+                return None
+        cand, proposals, version = self.pending[leaf].pop(0)
+        tid = f"{self.search_id}-x{sim}-c0"
+        branch = await execute_candidate(
+            self.svc,
+            self.job,
+            self.search_id,
+            node.depth,
+            obs,
+            obs.session_id,
+            cand,
+            tid,
+            f"{self.search_id}-n{leaf}",
+            self.edge[leaf],
+        )
+        tree.record.env_steps += cand.action is not None
+        if branch.infra_error:
+            self.infra_errors += 1
+            await self.close(obs.session_id)
+            return None
+        tried = self.tried.setdefault(leaf, [])
+        scores = await self.score(NodeView(self.job, obs, list(node.history)), [b for _, b in tried] + [branch])
+        child = await self._record(leaf, cand, proposals, branch, version, scores[-1])
+        for (sibling, _), score in zip(tried, scores, strict=False):
+            tree.set_critic(sibling, score)  # a ranking critic ranked them again beside the new one
+        tried.append((child, branch))
+        self.edge[child] = tid
+        live = cand.action is not None and not episode_ended(branch) and branch.step is not None
+        if not live:
+            await self.close(obs.session_id)
+            return child, None
+        return child, (branch.session_id, branch.step.observation)
 
     async def score(self, node: NodeView, branches: list[Branch]) -> list[float]:
         """The critic's scores of a node's new children; the neutral 0.5 each when it fails."""
@@ -309,7 +413,7 @@ class _Search:
             session = obs.session_id
         history, depth, ret, parent = list(node.history), node.depth, 0.0, self.edge[child]
         try:
-            while depth < self.cfg.max_depth:
+            while depth < self.cfg.max_depth and self.steps_left() != 0:
                 [cand], _, _ = await sample_candidates(self.svc, self.job, obs, history, 1, depth, episode=sim)
                 tid = f"{self.search_id}-x{sim}-r{depth}"
                 branch = await execute_candidate(
@@ -327,7 +431,7 @@ class _Search:
                     if episode_ended(branch):
                         return float(bool(branch.step.info.get("task_success"))), ret
                     obs = branch.step.observation
-            # cut off at the depth limit (answers that did not parse took no env step): ask the task now
+            # cut off at the depth limit or the budget (answers that did not parse took no env step): ask the task now
             verdict = await self.svc.env.validate(session)
             return float(bool(verdict.success)), ret
         finally:
@@ -347,18 +451,30 @@ async def search(
         for sim in range(cfg.simulations):
             if stopped is not None and sim > 0 and await stopped():
                 raise RunStopped(f"search {job.job_id} abandoned at simulation {sim}: run {job.run_id} was stopped")
-            leaf = tree.select_leaf()
+            if s.steps_left() == 0:
+                break
+            leaf = tree.select_leaf(s.can_widen if cfg.widening > 0 else None)
             if tree.node(leaf).terminal:
                 tree.backup(leaf, float(bool(tree.node(leaf).success)), cfg.dense_return)
                 continue
-            live = await s.expand(leaf, sim)
-            if not live:
-                continue  # every candidate failed on the infrastructure
-            child = tree.select_child(leaf)  # all unvisited: the critic's favourite
-            for other, session in live.items():
-                if other != child and session is not None:
-                    await s.close(session[0])
-            value = await s.rollout(child, live[child], sim)
+            try:
+                if cfg.widening > 0:
+                    added = await s.widen(leaf, sim)
+                    if added is None:
+                        continue  # nothing new to try there, or the infrastructure failed
+                    child, live_child = added
+                else:
+                    live = await s.expand(leaf, sim)
+                    if not live:
+                        continue  # every candidate failed on the infrastructure
+                    child = tree.select_child(leaf)  # all unvisited: the critic's favourite
+                    for other, session in live.items():
+                        if other != child and session is not None:
+                            await s.close(session[0])
+                    live_child = live[child]
+                value = await s.rollout(child, live_child, sim)
+            except ReentryRefused:
+                continue  # counted; that node is not searched from again
             if value is not None:
                 success, rewards = value
                 tree.backup(child, success, cfg.dense_return, rewards)

@@ -7,8 +7,11 @@ search driver does, and calls these in the order of a simulation:
 1. ``select_leaf``: from the root, repeatedly take the child maximising UCB1 on the composite Q,
    ``q(s,a) + c * sqrt(ln N(s) / (1 + n(s,a)))``, until a node with no children (or a terminal one).
 2. expansion: sample K actions there; ``new_candidates`` merges those with the same canonical action
-   (``halo.actions.canonical_action``) and keeps ``max_children``; each is executed in a fork and
-   scored by the critic, then recorded with ``add_child``.
+   (``halo.actions.canonical_action``) and keeps ``max_children``. With progressive widening (the
+   driver's default) one of them is executed per visit and a node may hold ``ceil((n + 1) ** w)``
+   children after n visits, so ``select_leaf`` also stops at a node that may take one more; without
+   it all are executed at once, each in a fork. Each is scored by the critic and recorded with
+   ``add_child``.
 3. a rollout from one new child with the current policy (the driver's), giving the task's success
    (1/0) and the rollout's rewards.
 4. ``backup``: every node on the path from that child to the root takes the value into its running
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -157,10 +160,11 @@ class Tree:
         c = self.record.ucb_c
         return max(self.children(node_id), key=lambda ch: ucb1(ch.q, parent.visits, ch.visits, c)).id
 
-    def select_leaf(self) -> int:
-        """Descend from the root by ``select_child`` to a node with no children, or a terminal one."""
+    def select_leaf(self, widen: Callable[[TreeNode], bool] | None = None) -> int:
+        """Descend from the root by ``select_child`` to a node with no children, or a terminal one;
+        with ``widen``, stop too at a node that may take one more child (progressive widening)."""
         node = self.root
-        while node.children and not node.terminal:
+        while node.children and not node.terminal and not (widen is not None and widen(node)):
             node = self.node(self.select_child(node.id))
         return node.id
 
@@ -239,6 +243,16 @@ class Tree:
         self.record.nodes.append(child)
         parent.children[key] = child.id
         return child
+
+    def set_critic(self, node_id: int, q_critic: float) -> None:
+        """The critic's new score of a node (a ranking critic ranks a node's children again each
+        time one is added); its composite follows."""
+        node = self.node(node_id)
+        node.q_critic = q_critic
+        if node.q_mcts is None:
+            node.q = self._first_q(node.terminal, node.success, q_critic)
+        else:
+            node.q = composite_q(node.q_mcts, q_critic, self.record.alpha)
 
     def _first_q(self, terminal: bool, success: bool | None, q_critic: float | None) -> float:
         """The composite of a child nobody has visited. A terminal child's outcome is already known
