@@ -39,6 +39,26 @@ from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.rollout.play import Services, play_episode
 from halo_trainer.rollout.worker import policy_client
 
+PILOT_SEED = 100_000  # the pilot's seeds: none of the main run's
+
+
+def job_of(
+    run_id: str, task: str, seed: int, version: PolicyVersion, args: argparse.Namespace, sampling
+) -> EpisodeGroupJob:
+    """One sampled episode's job of ``task`` at ``seed``: the run's temperature, the search's horizon."""
+    return EpisodeGroupJob(
+        job_id=f"{run_id}-{task}-{seed}",
+        run_id=run_id,
+        task_id=task,
+        group_id=f"{run_id}-{task}-{seed}",
+        group_size=1,
+        policy=version,
+        temperature=args.temperature,
+        seed=seed,
+        max_steps=args.max_depth,
+        sampling=sampling,
+    )
+
 
 async def sampled_within(svc: Services, job: EpisodeGroupJob, budget: int, max_episodes: int) -> dict:
     """Sampled episodes until ``budget`` env steps are used or one succeeds."""
@@ -82,12 +102,54 @@ async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir:
     }
 
 
+async def pilot_task(svc: Services, job: EpisodeGroupJob, episodes: int, budget: int) -> dict:
+    """The base policy's per-step hit rates on one task: ``episodes`` sampled episodes (seeds apart
+    from the main run's), each milestone's hit rate per step taken while it was the next one, the
+    episode success rate, and what these predict for sampling within ``budget`` env steps."""
+    hits: dict[str, int] = {}
+    tries: dict[str, int] = {}
+    order: list[str] = []  # milestones in the order episodes first reached them
+    successes = steps_total = 0
+    for i in range(episodes):
+        seeded = job.model_copy(update={"job_id": f"{job.job_id}-p{i}", "seed": PILOT_SEED + i})
+        transitions, summary = await play_episode(svc, seeded, 0)
+        reached: set[str] = set()
+        for t in transitions:
+            if t.action is None:
+                continue
+            steps_total += 1
+            new = list(t.reward.milestones) if t.reward is not None else []
+            for m in new:
+                if m not in order:
+                    order.append(m)
+            # a step's chance at the next milestone not yet reached (in the order seen so far)
+            following = next((m for m in order if m not in reached), None)
+            if following is not None:
+                tries[following] = tries.get(following, 0) + 1
+                hits[following] = hits.get(following, 0) + (following in new)
+            reached.update(new)
+        successes += bool(summary.success)
+    per_episode = successes / episodes
+    mean_len = steps_total / episodes if episodes else 0.0
+    tries_at_budget = budget / mean_len if mean_len else 0.0
+    return {
+        "task": job.task_id,
+        "episodes": episodes,
+        "episode_success": per_episode,
+        "episode_success_ci": wilson_interval(successes, episodes),
+        "mean_env_steps": mean_len,
+        "milestones": {m: {"hits": hits.get(m, 0), "steps": tries.get(m, 0)} for m in order},
+        # independent episodes within the budget: 1 - (1 - p)^(E / mean length)
+        "predicted_sampling_success_at_budget": 1 - (1 - per_episode) ** tries_at_budget,
+    }
+
+
 def share(outcomes: list[bool]) -> dict:
     low, high = wilson_interval(sum(outcomes), len(outcomes))
     return {"successes": sum(outcomes), "n": len(outcomes), "ci_low": low, "ci_high": high}
 
 
-async def compare(args: argparse.Namespace) -> dict:
+async def compare(args: argparse.Namespace, pilot: int = 0) -> dict:
     settings = TrainerSettings()
     run_id = f"svs-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(args.run_dir) if args.run_dir else settings.runs_dir / run_id
@@ -106,20 +168,17 @@ async def compare(args: argparse.Namespace) -> dict:
         svc = Services(env=env, policy=policy, reward=reward, current_policy=current)
         tasks = args.task or [t.id for t in await env.tasks(args.domain)]
         async with env.hold_lease(run_id):
+            if pilot:
+                rows = [
+                    await pilot_task(svc, job_of(run_id, task, 0, version, args, sampling), pilot, cfg.env_step_budget)
+                    for task in tasks
+                ]
+                await env.aclose()
+                await reward.aclose()
+                return {"settings": cfg.model_dump(mode="json"), "temperature": args.temperature, "pilot": rows}
             for task in tasks:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
-                    job = EpisodeGroupJob(
-                        job_id=f"{run_id}-{task}-{seed}",
-                        run_id=run_id,
-                        task_id=task,
-                        group_id=f"{run_id}-{task}-{seed}",
-                        group_size=1,
-                        policy=version,
-                        temperature=args.temperature,
-                        seed=seed,
-                        max_steps=args.max_depth,
-                        sampling=sampling,
-                    )
+                    job = job_of(run_id, task, seed, version, args, sampling)
                     row = await measure(svc, job, cfg, run_dir, args.max_episodes)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
@@ -149,7 +208,21 @@ def main() -> int:
     p.add_argument("--max_episodes", type=int, default=200, help="sampled episodes per (task, seed) at most")
     p.add_argument("--run_dir", help="where trees and snapshots go; default: <runs dir>/svs-<time>")
     p.add_argument("--out", help="write the results as JSON here")
+    p.add_argument(
+        "--pilot",
+        type=int,
+        default=0,
+        help="play this many sampled episodes per task (seeds from 100000) and report the base policy's "
+        "per-step milestone hit rates and the sampling arm's predicted success at --env_step_budget; no search",
+    )
     args = p.parse_args()
+    if args.pilot:
+        report = asyncio.run(compare(args, pilot=args.pilot))
+        for row in report["pilot"]:
+            print(json.dumps(row))
+        if args.out:
+            Path(args.out).write_text(json.dumps(report, indent=1))
+        return 0
     report = asyncio.run(compare(args))
     for name in ("mcts", "sampled"):
         r = report[name]

@@ -408,3 +408,13 @@ async def test_sampled_episodes_stay_within_the_search_budget():
     # answers that never parse take no env step: bounded by max_episodes
     out = await sampled_within(services(policy=PolicyStandIn(lambda n, i: [None])), job, 5, 4)
     assert out == {"success": False, "episodes": 4, "env_steps": 0}
+
+
+async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
+    result = await search(
+        services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=1, critic="neutral", max_children=4),
+        tmp_path,
+    )
+    assert [n.q_critic for n in result.tree.children(0)] == [0.5, 0.5, 0.5]

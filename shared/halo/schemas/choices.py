@@ -41,6 +41,7 @@ class Critic(StrEnum):
     SELF = "self"  # the policy's own model ranks them from the screenshot and goal (Agent Q's self-critique)
     OPENAI = "openai"  # an OpenAI-compatible endpoint ranks them (needs a key)
     PROGRESS = "progress"  # the reward service's milestone progress of each child state (no model needed)
+    NEUTRAL = "neutral"  # every child 0.5: the search's own values alone (the critic ablation)
 
 
 class Reference(StrEnum):

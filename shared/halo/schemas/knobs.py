@@ -234,8 +234,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("beta", "mcts", Annotated[WireFloat, Field(gt=0.0, le=10.0)], 0.1,
          "DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default"),
     Knob("critic", "mcts", Critic, Critic.SELF,
-         "self | openai | progress; self is Agent Q's, a random-weight model cannot critique so the embedded "
-         "default needs progress"),
+         "self | openai | progress | neutral (0.5 for every child: the critic ablation); self is Agent Q's, "
+         "a random-weight model cannot critique so the embedded default needs progress"),
     Knob("reference", "mcts", Reference, Reference.ITERATION,
          "base (adapter disabled) | iteration (the adapter as the iteration began: Agent Q refreshes the "
          "reference every iteration)"),

@@ -5,6 +5,8 @@ One interface, ``CandidateCritic.score(node, branches) -> K floats in [0, 1]`` (
 
 - ``progress``: the milestone progress the reward service paid for the edge into each child (no
   model; the embedded default, since a random-weight model cannot critique).
+- ``neutral``: 0.5 for every child, no critic at all (the ablation that separates what exact
+  re-entry and the search's values find from what the critic adds).
 - ``self``: Agent Q's AI self-critique. ONE request to the policy's vLLM, to the run's current
   adapter (the model that proposed the actions, as in Agent Q, where actor and critic are one
   model), with the node's screenshot, the goal, the actions so far and the candidate actions as a
@@ -82,6 +84,8 @@ def make_critic(cfg: MCTSConfig, svc: Services) -> CandidateCritic:
     check_critic(cfg)
     if cfg.critic is Critic.PROGRESS:
         return ProgressCritic()
+    if cfg.critic is Critic.NEUTRAL:
+        return NeutralCritic()
     if cfg.critic is Critic.SELF:
         return SelfCritic(svc)
     client = OpenAIChatClient(
@@ -95,6 +99,17 @@ class ProgressCritic:
 
     async def score(self, node: NodeView, branches: Sequence[Branch]) -> list[float]:
         return [min(1.0, max(0.0, b.reward.progress)) for b in branches]
+
+    async def aclose(self) -> None:
+        pass
+
+
+class NeutralCritic:
+    """Every child the neutral 0.5: no critic, so what the search finds comes from its own values
+    (exact re-entry, rollouts, backup) alone; the ablation of a comparison."""
+
+    async def score(self, node: NodeView, branches: Sequence[Branch]) -> list[float]:
+        return [NEUTRAL] * len(branches)
 
     async def aclose(self) -> None:
         pass
