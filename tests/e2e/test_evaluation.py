@@ -113,3 +113,21 @@ def test_smoke_reports_each_piece_and_fails_when_a_needed_one_is_missing(evaluat
     s.env = env
     assert broken.returncode == 1
     assert "missing  local episode" in broken.stdout and "infrastructure failure" in broken.stdout
+
+
+def test_a_mode_searching_at_test_time_is_scored_beside_its_plain_episodes_with_its_cost(evaluating):
+    s = evaluating
+    done = s.halo(
+        "eval", "--modes", "qwen3vl_base", "--search", "--search-budget", "6", *TWO_TASKS, "--name", "searched"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder, results = _results(s, "searched")
+    assert results["plan"]["modes"] == ["qwen3vl_base", "qwen3vl_base+search"]
+    assert results["plan"]["search"]["env_step_budget"] == 6
+    lines = [json.loads(x) for x in (folder / "episodes.jsonl").read_text().splitlines()]
+    searched = [r for r in lines if r["mode"] == "qwen3vl_base+search"]
+    plain = [r for r in lines if r["mode"] == "qwen3vl_base"]
+    assert sorted((r["task"], r["seed"]) for r in searched) == sorted((r["task"], r["seed"]) for r in plain)
+    assert all(0 < r["steps"] <= 6 for r in searched if r["scored"])  # its cost, within the budget
+    assert len(list((folder / "search" / "trees").glob("*.json"))) == len(searched)
+    assert "| `qwen3vl_base+search` |" in (folder / "table.md").read_text()

@@ -33,13 +33,15 @@ from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
 from halo.modes import MODES, ModeError, get_mode
-from halo.schemas import EvalJob, RolloutResult, SamplingParams, Task
+from halo.schemas import EvalJob, RolloutResult, SamplingParams, SearchJob, Task, knobs
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
-from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, sampling_for
+from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, resolved_values, sampling_for
 from halo_trainer.evaluation import report as eval_report
 from halo_trainer.evaluation.stats import mode_summary, paired_test
+from halo_trainer.mcts.search import search
+from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.rollout.mode_policy import ModePolicy, open_mode, served_name
 from halo_trainer.rollout.play import Services, run_job
 
@@ -158,6 +160,41 @@ def _record(mode: str, task: str, seed: int, result: RolloutResult | None, infra
     }
 
 
+def _search_job(
+    eval_id: str,
+    mp: ModePolicy,
+    task: str,
+    seed: int,
+    attempt: int,
+    cfg: MCTSConfig,
+    temperature: float,
+    sampling: SamplingParams,
+) -> SearchJob:
+    job_id = f"{eval_id}-{mp.mode.name}{SEARCH}-{task}-{seed}-a{attempt}"
+    return SearchJob(
+        job_id=job_id.replace("+", "-"),
+        run_id=f"eval-{eval_id}",
+        task_id=task,
+        group_id=job_id.replace("+", "-"),
+        policy=mp.version,
+        temperature=temperature,  # a search explores at the runs' sampling temperature
+        seed=seed,
+        max_steps=cfg.max_depth,
+        sampling=sampling,
+        mcts=cfg,
+    )
+
+
+def _write(path: Path, record: dict) -> dict:
+    with path.open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+    return record
+
+
+def _outcome(record: dict) -> str:
+    return "infra (unscored)" if not record["scored"] else ("success" if record["success"] else "fail")
+
+
 def _infra(result: RolloutResult) -> bool:
     return bool(result.infra_error) or not result.episodes or any(e.infra_error for e in result.episodes)
 
@@ -168,6 +205,40 @@ async def play(svc: Services, job_for, retries: int) -> tuple[RolloutResult | No
         result = await run_job(svc, job_for(attempt))
         if not _infra(result):
             return result, attempt
+    return None, retries + 1
+
+
+SEARCH = "+search"  # a vLLM mode searching at test time: "<mode>+search"
+
+
+def search_settings(args: argparse.Namespace, defaults: dict, profile: str | None) -> tuple[MCTSConfig, float]:
+    """The run's mcts knobs and sampling temperature (defaults, run defaults file, the target's
+    profile), the search bounded by the evaluation's env-step budget and horizon."""
+    values = resolved_values({}, defaults, profile)
+    mcts = {k.name: values[k.name] for k in knobs.in_section("mcts")}
+    bounded = {"env_step_budget": args.search_budget, "simulations": 10_000, "max_depth": args.max_steps}
+    return MCTSConfig(**mcts | bounded), values["temperature"]
+
+
+async def play_search(
+    svc: Services, job_for: Callable[[int], SearchJob], folder: Path, retries: int
+) -> tuple[dict | None, int]:
+    """One test-time search, run again after an infrastructure failure: (its outcome, failures)."""
+    for attempt in range(retries + 1):
+        job = job_for(attempt)
+        try:
+            found = await search(svc, job, job.mcts, folder)
+        except CallError:
+            continue
+        steps = found.tree.record.env_steps
+        outcome = {
+            "success": found.tree.success_found(),
+            "return": 0.0,  # a search has no single episode's return
+            "steps": steps,  # its cost: every env step it took, expansions and rollouts
+            "valid_actions": steps,
+            "actions": [found.tree.node(i).action_key for i in found.tree.best_path()[1:]],
+        }
+        return outcome, attempt
     return None, retries + 1
 
 
@@ -210,7 +281,10 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
     trainer, settings = TrainerSettings(), EvalSettings()
     modes = list(dict.fromkeys(args.modes))
     served = {m: served_name(get_mode(m), trainer, settings) for m in modes}  # refuses unusable modes first
-    sampling = sampling_for(load_defaults(trainer.rl_config), profile_for(trainer.target))
+    defaults, profile = load_defaults(trainer.rl_config), profile_for(trainer.target)
+    sampling = sampling_for(defaults, profile)
+    searching = [m for m in modes if args.search and get_mode(m).backend == "vllm"]
+    search_cfg, search_temperature = search_settings(args, defaults, profile) if searching else (None, 0.0)
     env = EnvClient(trainer.env_url, timeout_s=trainer.request_timeout_s)
     reward = RewardClient(trainer.reward_url, timeout_s=trainer.request_timeout_s)
     opened: list[ModePolicy] = []
@@ -219,8 +293,9 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
         tasks = sample_tasks(pool, args.sample_size, args.seed)
         seeds = episode_seeds(args.seed, args.episodes_per_task)
         plan = {
-            "modes": modes,
+            "modes": modes + [m + SEARCH for m in searching],
             "served": served,
+            "search": search_cfg.model_dump(mode="json") if search_cfg else None,
             "tasks": tasks,
             "seeds": seeds,
             "max_steps": args.max_steps,
@@ -236,8 +311,8 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
         episodes = folder / "episodes.jsonl"
         records = read_records(episodes)
         done = {(r["mode"], r["task"], r["seed"]) for r in records}
-        total = len(modes) * plan["episodes_per_mode"]
-        say(f"evaluation {eval_id}: {len(modes)} modes x {len(tasks)} tasks x {len(seeds)} seeds -> {folder}")
+        total = len(plan["modes"]) * plan["episodes_per_mode"]
+        say(f"evaluation {eval_id}: {len(plan['modes'])} modes x {len(tasks)} tasks x {len(seeds)} seeds -> {folder}")
         if done:
             say(f"resuming: {len(done)} of {total} episodes already played")
         for name in modes:
@@ -255,13 +330,31 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
                 result, failures = await play(
                     svc, lambda a, mp=mp, t=task, s=seed: _job(eval_id, mp, t, s, a, args, sampling), args.infra_retries
                 )
-                record = _record(mp.mode.name, task, seed, result, failures)
-                with episodes.open("a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                records.append(record)
+                records.append(_write(episodes, _record(mp.mode.name, task, seed, result, failures)))
                 count += 1
-                outcome = "infra (unscored)" if not record["scored"] else ("success" if record["success"] else "fail")
-                say(f"[{count}/{total}] {mp.mode.name} {task} seed {seed}: {outcome}")
+                say(f"[{count}/{total}] {mp.mode.name} {task} seed {seed}: {_outcome(records[-1])}")
+                name = mp.mode.name + SEARCH
+                if mp.mode.name not in searching or (name, task, seed) in done:
+                    continue
+
+                async def fixed(_: str, mp=mp):
+                    return mp.version  # the search samples the mode's own policy, as its episodes do
+
+                searched = Services(env=env, policy=mp.policy, reward=reward, current_policy=fixed)
+                outcome, failures = await play_search(
+                    searched,
+                    lambda a, mp=mp, t=task, s=seed: _search_job(
+                        eval_id, mp, t, s, a, search_cfg, search_temperature, sampling
+                    ),
+                    folder / "search",
+                    args.infra_retries,
+                )
+                record = _record(name, task, seed, None, failures)
+                if outcome is not None:
+                    record |= {"scored": True, **outcome}
+                records.append(_write(episodes, record))
+                count += 1
+                say(f"[{count}/{total}] {name} {task} seed {seed}: {_outcome(record)} ({record['steps']} env steps)")
     finally:
         for mp in opened:
             await mp.aclose()
@@ -288,6 +381,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", "--max_steps", type=int, default=15)
     p.add_argument(
         "--infra-retries", "--infra_retries", type=int, default=2, help="replays of an episode failed on infrastructure"
+    )
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="also evaluate each vLLM mode searching at test time (Agent Q): one MCTS search of each task and "
+        "seed at the mode's policy, scored by whether it found a success, its env steps reported as its cost",
+    )
+    p.add_argument(
+        "--search-budget", "--search_budget", type=int, default=48, help="env steps one test-time search may take"
     )
     p.add_argument("--name", help="results folder name (default: a digest of the plan, so reruns resume)")
     return p
