@@ -168,15 +168,12 @@ async def compare(args: argparse.Namespace, pilot: int = 0) -> dict:
         svc = Services(env=env, policy=policy, reward=reward, current_policy=current)
         tasks = args.task or [t.id for t in await env.tasks(args.domain)]
         async with env.hold_lease(run_id):
-            if pilot:
-                rows = [
-                    await pilot_task(svc, job_of(run_id, task, 0, version, args, sampling), pilot, cfg.env_step_budget)
-                    for task in tasks
-                ]
-                await env.aclose()
-                await reward.aclose()
-                return {"settings": cfg.model_dump(mode="json"), "temperature": args.temperature, "pilot": rows}
-            for task in tasks:
+            pilot_rows = []
+            for task in tasks if pilot else []:
+                job = job_of(run_id, task, 0, version, args, sampling)
+                pilot_rows.append(await pilot_task(svc, job, pilot, cfg.env_step_budget))
+                print(json.dumps(pilot_rows[-1]), file=sys.stderr, flush=True)
+            for task in tasks if not pilot else []:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
                     job = job_of(run_id, task, seed, version, args, sampling)
                     row = await measure(svc, job, cfg, run_dir, args.max_episodes)
@@ -184,6 +181,8 @@ async def compare(args: argparse.Namespace, pilot: int = 0) -> dict:
                     print(json.dumps(row), file=sys.stderr, flush=True)
         await env.aclose()
         await reward.aclose()
+    if pilot:
+        return {"settings": cfg.model_dump(mode="json"), "temperature": args.temperature, "pilot": pilot_rows}
     return {
         "settings": cfg.model_dump(mode="json"),
         "temperature": args.temperature,
