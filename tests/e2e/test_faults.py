@@ -145,6 +145,7 @@ def _logged_since(stack, offset: int) -> str:
         return fh.read().decode(errors="replace")
 
 
+@pytest.mark.release
 def test_policy_server_killed_for_60_s_and_restarted_the_run_reloads_its_adapter_and_finishes(stack, start_run):
     run_id = start_run(episodes=12, eval_every=0, name="vllm-outage")
     outage = _policy_outage(stack, run_id, OUTAGE_S)
@@ -172,6 +173,7 @@ def _sample(stack, model: str, png: bytes):
     return asyncio.run(ask())
 
 
+@pytest.mark.release
 def test_policy_server_killed_and_restarted_a_full_weights_run_gets_its_weights_and_adapter_back(
     stack, start_run, tmp_path
 ):

@@ -19,10 +19,12 @@ def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(st
     each tree's pairs a DPO step, each step a new adapter version that vLLM then serves."""
     out = stack.halo(
         "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
-        "--episodes", "2", "--searches-per-iteration", "1", "--simulations", "4", "--max-children", "3",
+        "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
         "--max-depth", "2", "--theta", "0.01", "--ucb-c", "1.414", "--eval-every", "0", "--name", "mcts",
-        "--detach", "--no-stack",
+        "--widening", "0", "--detach", "--no-stack",
     )  # fmt: skip
+    # widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
+    # task has pairs for the DPO step this test is about; widening runs on the clone in test_mcts_search.
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     status = stack.wait_run(run_id, {"finished"})
@@ -62,9 +64,9 @@ def test_trainer_killed_mid_mcts_run_resumes_without_losing_or_reusing_a_search(
     the same run, its versions continue from the checkpoint's, and every search result is used once."""
     out = stack.halo(
         "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
-        "--episodes", "4", "--searches-per-iteration", "1", "--simulations", "2", "--max-children", "3",
+        "--episodes", "4", "--jobs-per-update", "1", "--simulations", "2", "--max-children", "3",
         "--max-depth", "2", "--theta", "0.01", "--eval-every", "0", "--name", "mctsresume",
-        "--detach", "--no-stack",
+        "--widening", "0", "--detach", "--no-stack",
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]

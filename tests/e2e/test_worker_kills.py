@@ -19,7 +19,7 @@ import redis
 from tests.e2e.conftest import ROOT
 from tests.e2e.test_training import SHORT_RUN
 
-pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser, pytest.mark.release]
 
 KILLS = 5
 EPISODES = 24

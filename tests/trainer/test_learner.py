@@ -232,8 +232,10 @@ def test_warmup_schedule_and_completion_length_limit(base_model, processor) -> N
     skipped = group_batch(processor, [0.0, 0.0])  # no row needs a forward pass: the schedule alone
     lrs = [learner.update(skipped)["train/lr"] for _ in range(5)]
     assert lrs == pytest.approx([2.5e-4, 5e-4, 7.5e-4, 1e-3, 1e-3])
-    with pytest.raises(ValueError, match="max_tokens"):
-        Learner(tiny_model(base_model), config(max_tokens=2)).update(group_batch(processor, [1.0, -1.0]))
+    # a completion longer than the run's sampling budget (8 tokens here) is refused by the learner
+    too_long = group_batch(processor, [1.0, -1.0], completions=[list(range(10, 19)), [20, 21]])
+    with pytest.raises(ValueError, match="a completion has 9 tokens, more than max_tokens=8"):
+        Learner(tiny_model(base_model), config(max_tokens=8)).update(too_long)
 
 
 def test_bf16_base_model_trains_a_float32_adapter(base_model, processor) -> None:
@@ -267,7 +269,9 @@ def test_a_completion_holding_a_vision_placeholder_is_left_out_not_fatal(base_mo
 def test_grpo_loop_learns_a_one_token_bandit(base_model, processor) -> None:
     """Sample one of 16 tokens (a grammar's choice), reward 4 of them, update: the rewarded mass rises
     far above chance."""
-    learner = Learner(tiny_model(base_model), config(learning_rate=2e-2, max_tokens=1))
+    learner = Learner(
+        tiny_model(base_model), config(learning_rate=2e-2, max_tokens=8)
+    )  # Adam: the normaliser scales no step
     png = noise_png(64, 64, seed=1)
     choices = torch.arange(100, 116)
     target = torch.zeros(len(choices), dtype=torch.bool)

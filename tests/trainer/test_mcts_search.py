@@ -355,7 +355,7 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
     job = job_for("run-mcts", task_id="local.playground-7", seed=3, max_steps=3, sampling=sampling)
     try:
         # Agent Q's self-critique by the served model: one grammar-constrained ranking per expansion.
-        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3, critic="self"), tmp_path)
+        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3, critic="self", widening=0.5), tmp_path)
         tree = result.tree
 
         assert result.infra_errors == 0 and result.critic_failures == 0
@@ -418,3 +418,16 @@ async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
         tmp_path,
     )
     assert [n.q_critic for n in result.tree.children(0)] == [0.5, 0.5, 0.5]
+
+
+async def test_a_node_whose_tried_actions_all_ended_the_episode_widens_at_once(tmp_path):
+    """A one-action task (max_depth 1: every action ends the episode), so a visit to a tried child adds
+    nothing; the root takes a new action every simulation until K instead of backing up known values."""
+    env = SnapshotEnv()
+    policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])
+    result = await search(
+        services(env=env, policy=policy), job_for(), cfg(simulations=3, widening=0.5, max_depth=1), tmp_path
+    )
+    tree = result.tree
+    assert len(tree.root.children) == 3 and all(ch.terminal for ch in tree.children(0))
+    assert tree.record.env_steps == len(env.steps) == 3 and env.sessions == {}

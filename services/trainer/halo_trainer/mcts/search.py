@@ -44,16 +44,15 @@ closed when it ends, also on errors and cancellation.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from halo.policy_client import Candidate
-from halo.schemas import Observation, RolloutJob, Snapshot, TreeNode
+from halo.schemas import Observation, RolloutJob, TreeNode
 from halo.transport import CallError
 from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView, check_critic, make_critic
+from halo_trainer.mcts.search_state import ReentryRefused, SearchResult, StateStore
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import Tree
 from halo_trainer.rollout.play import (
@@ -69,56 +68,6 @@ from halo_trainer.rollout.play import (
 logger = logging.getLogger("halo.trainer.mcts")
 
 __all__ = ["ReentryRefused", "SearchResult", "StateStore", "check_critic", "search"]
-
-
-class ReentryRefused(RuntimeError):
-    """A session meant to be in a node's state showed another screen: it is not that state."""
-
-
-@dataclass
-class SearchResult:
-    tree: Tree
-    path: Path  # the tree file
-    reentries: int = 0  # sessions opened in a node's state: restores of its snapshot and forks of those
-    reentry_mismatches: int = 0  # ... whose first screenshot differed from the node's: refused
-    infra_errors: int = 0  # candidates and rollouts dropped for an infrastructure failure
-    critic_failures: int = 0  # expansions whose critic failed or answered no ranking (children scored 0.5)
-
-    def metrics(self) -> dict[str, float]:
-        return {
-            **self.tree.summary(),
-            "reentries": float(self.reentries),
-            "reentry_mismatches": float(self.reentry_mismatches),
-            "infra_errors": float(self.infra_errors),
-            "critic_failures": float(self.critic_failures),
-        }
-
-
-class StateStore:
-    """Node states: env snapshots by the sha256 of their JSON, on disk so a node stays re-enterable
-    after the search (``POST /sessions/restore`` with the file's content)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self._cache: dict[str, Snapshot] = {}
-
-    def put(self, snapshot: Snapshot) -> str:
-        data = snapshot.model_dump_json().encode()
-        ref = hashlib.sha256(data).hexdigest()
-        if ref not in self._cache:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path = self.directory / f"{ref}.json"
-            if not path.exists():
-                tmp = path.with_name(f"{ref}.json.tmp")
-                tmp.write_bytes(data)
-                tmp.replace(path)
-            self._cache[ref] = snapshot
-        return ref
-
-    def get(self, ref: str) -> Snapshot:
-        if ref not in self._cache:
-            self._cache[ref] = Snapshot.model_validate_json((self.directory / f"{ref}.json").read_bytes())
-        return self._cache[ref]
 
 
 class _Search:
@@ -149,11 +98,18 @@ class _Search:
         return max(self.cfg.env_step_budget - self.tree.record.env_steps, 0)
 
     def can_widen(self, node: TreeNode) -> bool:
-        """Whether ``node`` may take one more child now: ceil((n + 1) ** w) after n visits, at most K."""
+        """Whether ``node`` may take one more child now: ceil((n + 1) ** w) after n visits, at most K;
+        at once when every child it has ended the episode."""
         if node.terminal or node.state_ref is None or node.id in self.saturated or node.id in self.refused:
             return False
-        limit = min(self.cfg.max_children, math.ceil((node.visits + 1) ** self.cfg.widening))
-        return len(node.children) < limit
+        if len(node.children) >= self.cfg.max_children:
+            return False
+        tried = self.tree.children(node.id)
+        if tried and all(child.terminal for child in tried):
+            # Every action tried here ended the episode: their values are known, so visiting them again
+            # backs up nothing new; only a new action adds information (a one-action task's root).
+            return True
+        return len(node.children) < math.ceil((node.visits + 1) ** self.cfg.widening)
 
     async def close(self, session_id: str) -> None:
         self.opened.discard(session_id)

@@ -1,7 +1,7 @@
 """The run viewer's routes (``/ui``): read-only, from run folders and the screenshot store alone.
 
 Everything it shows comes from files a run writes (status.json, config.json, metrics.jsonl,
-eval.jsonl, episodes.jsonl) and screenshots by hash, so a finished run copied from another machine
+eval.jsonl, episodes.jsonl, an MCTS run's trees/*.json: ``trees.py``) and screenshots by hash, so a finished run copied from another machine
 is shown the same way (``python -m halo_trainer.observe.viewer <run folder>``). Inside the trainer the
 page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws.
 """
@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from halo.screenshots import ScreenshotStore
 from halo_trainer.observe.episode_log import read_episodes
 from halo_trainer.observe.filmstrip import draw_action
+from halo_trainer.observe.viewer.trees import tree_router
 
 STATIC = Path(__file__).parent / "static"
 RUN_ID = re.compile(r"^[A-Za-z0-9_\-.]{1,200}$")
@@ -168,4 +169,5 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
 
 def mount_viewer(app: FastAPI, runs: RunFolders, store: ScreenshotStore, *, live: bool) -> None:
     app.include_router(viewer_router(runs, store, live=live))
+    app.include_router(tree_router(runs.folder))
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="viewer-static")

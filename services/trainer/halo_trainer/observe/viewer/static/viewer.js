@@ -1,4 +1,5 @@
-// The run viewer: runs, live curves, episodes as filmstrips and step groups. No build step:
+// The run viewer: runs, live curves, episodes as filmstrips and step groups, an MCTS run's search
+// trees (trees.js). No build step:
 // plain browser JavaScript and the vendored uPlot (static/vendor/uplot, its version and licence beside it).
 "use strict";
 
@@ -133,6 +134,7 @@ async function runPage(runId) {
   let xAxis = "update";
   const charts = el("div", { class: "charts", id: "charts" });
   const episodesTable = el("table", { id: "episodes" });
+  const treesBox = el("div", {});
   const state = el("span", { id: "state" }, run.state);
   const toggle = el("button", { id: "x-axis" }, "x: by wall-clock");
   const refresh = async () => {
@@ -149,6 +151,7 @@ async function runPage(runId) {
     drawCharts(charts, lines, xAxis);
     const head = ["episode", "purpose", "task", "update", "version", "steps", "return", "success"];
     episodesTable.replaceChildren(el("tr", {}, ...head.map((h) => el("th", {}, h))), ...episodeRows(runId, episodes.slice(-200).reverse()));
+    if (run.algorithm === "mcts") treesBox.replaceChildren(await treesSection(runId));
     return m;
   };
   toggle.addEventListener("click", async () => {
@@ -162,6 +165,7 @@ async function runPage(runId) {
     run.error ? el("div", { class: "error" }, run.error) : "",
     toggle,
     charts,
+    treesBox,
     el("h3", {}, "Episodes"),
     episodesTable,
   );
@@ -248,6 +252,7 @@ async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
     if (parts[0] === "run" && parts[2] === "episode" && parts[3]) await episodePage(parts[1], parts[3]);
+    else if (parts[0] === "run" && parts[2] === "tree" && parts[3]) await treePage(parts[1], parts[3]);
     else if (parts[0] === "run" && parts[1]) await runPage(parts[1]);
     else await runsPage();
   } catch (error) {
