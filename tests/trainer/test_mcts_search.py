@@ -355,7 +355,9 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
     job = job_for("run-mcts", task_id="local.playground-7", seed=3, max_steps=3, sampling=sampling)
     try:
         # Agent Q's self-critique by the served model: one grammar-constrained ranking per expansion.
-        result = await search(svc, job, cfg(simulations=3, max_children=3, max_depth=3, critic="self", widening=0.5), tmp_path)
+        result = await search(
+            svc, job, cfg(simulations=3, max_children=3, max_depth=3, critic="self", widening=0.5), tmp_path
+        )
         tree = result.tree
 
         assert result.infra_errors == 0 and result.critic_failures == 0
