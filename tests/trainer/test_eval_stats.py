@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from halo_trainer.evaluation.matrix import episode_seeds, read_records, sample_tasks, summarise
+from halo_trainer.evaluation.matrix import episode_seeds, parser, read_records, run, sample_tasks, summarise
 from halo_trainer.evaluation.report import markdown
 from halo_trainer.evaluation.stats import exact_mcnemar, mode_summary, paired_test, rate
 
@@ -91,3 +91,9 @@ def test_a_line_cut_by_an_interruption_is_dropped_and_the_next_append_starts_cle
     with path.open("a") as fh:
         fh.write('{"mode": "B", "task": "t", "seed": 1}\n')
     assert [r["mode"] for r in read_records(path)] == ["A", "B"]
+
+
+def test_a_search_budget_below_one_step_is_a_clear_error(capsys) -> None:
+    args = parser().parse_args(["--modes", "qwen3vl_base", "--search", "--search-budget", "0"])
+    assert run(args) == 2  # refused before any service is called
+    assert "error: --search-budget must be at least 1 env step" in capsys.readouterr().err

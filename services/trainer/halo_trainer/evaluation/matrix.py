@@ -404,6 +404,9 @@ def run(args: argparse.Namespace) -> int:
     if args.sample_size is not None and args.sample_size < 1:
         _err("error: --sample-size must be at least 1")
         return 2
+    if args.search and args.search_budget < 1:
+        _err("error: --search-budget must be at least 1 env step")
+        return 2
     try:
         folder, results = asyncio.run(evaluate(args, say=_err))
     except (ModeError, EvalError) as exc:
