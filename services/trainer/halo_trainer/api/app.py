@@ -25,7 +25,8 @@ from halo.settings import log_settings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.api.runs import RunManager, RunRefused
 from halo_trainer.observe.metrics import MetricsLog
-from halo_trainer.observe.viewer.routes import RunFolders, mount_viewer
+from halo_trainer.observe.viewer.folders import RunFolders
+from halo_trainer.observe.viewer.routes import mount_viewer
 from halo_trainer.rollout.worker import make_services, work
 
 

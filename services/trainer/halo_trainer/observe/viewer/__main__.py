@@ -13,7 +13,8 @@ from fastapi.responses import RedirectResponse
 
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.observe.viewer.routes import RunFolders, mount_viewer
+from halo_trainer.observe.viewer.folders import RunFolders
+from halo_trainer.observe.viewer.routes import mount_viewer
 
 
 def build_app(folder: Path, screenshots: Path) -> FastAPI:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,45 +20,10 @@ from fastapi.staticfiles import StaticFiles
 from halo.screenshots import ScreenshotStore
 from halo_trainer.observe.episode_log import read_episodes
 from halo_trainer.observe.filmstrip import draw_action
+from halo_trainer.observe.viewer.folders import RunFolders, finite, json_lines, missing
 from halo_trainer.observe.viewer.trees import tree_router
 
 STATIC = Path(__file__).parent / "static"
-RUN_ID = re.compile(r"^[A-Za-z0-9_\-.]{1,200}$")
-
-
-def _missing(what: str) -> JSONResponse:
-    return JSONResponse({"detail": what}, status_code=404)
-
-
-def _finite(line: dict[str, Any]) -> dict[str, Any]:
-    """JSON has no NaN: a value not measured at that update becomes null (a gap in the curve)."""
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()}
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [_finite(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
-
-
-class RunFolders:
-    """Run folders under ``root`` (the trainer's runs_dir), or the one folder ``root`` is."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        self.single = (self.root / "config.json").exists()
-
-    def folders(self) -> list[Path]:
-        if self.single:
-            return [self.root]
-        if not self.root.is_dir():
-            return []
-        return sorted((p for p in self.root.iterdir() if (p / "config.json").exists()), reverse=True)
-
-    def folder(self, run_id: str) -> Path | None:
-        if not RUN_ID.match(run_id) or run_id in (".", ".."):
-            return None
-        return next((p for p in self.folders() if p.name == run_id), None)
 
 
 def summary(folder: Path) -> dict[str, Any]:
@@ -76,7 +39,7 @@ def summary(folder: Path) -> dict[str, Any]:
         "episodes_total": status.get("episodes_total", config.get("episodes")),
         "updates": status.get("updates", 0),
         "policy_version": status.get("policy_version", 0),
-        "latest_metrics": _finite(status.get("latest_metrics", {})),
+        "latest_metrics": finite(status.get("latest_metrics", {})),
         "error": status.get("error"),
         "created_at": status.get("created_at"),
     }
@@ -103,19 +66,21 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
     @router.get("/api/runs/{run_id}")
     async def run(run_id: str) -> Response:
         if (folder := runs.folder(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
+            return missing(f"no run {run_id!r} in this viewer's run folders")
         return JSONResponse({**summary(folder), "config": json.loads((folder / "config.json").read_text())})
 
     @router.get("/api/runs/{run_id}/metrics")
     async def metrics(run_id: str) -> Response:
         if (folder := runs.folder(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
-        return JSONResponse({"metrics": _lines(folder / "metrics.jsonl"), "eval": _lines(folder / "eval.jsonl")})
+            return missing(f"no run {run_id!r} in this viewer's run folders")
+        return JSONResponse(
+            {"metrics": json_lines(folder / "metrics.jsonl"), "eval": json_lines(folder / "eval.jsonl")}
+        )
 
     @router.get("/api/runs/{run_id}/episodes")
     async def episodes(run_id: str) -> Response:
         if (folder := runs.folder(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
+            return missing(f"no run {run_id!r} in this viewer's run folders")
         keys = ("episode_id", "job_id", "task_id", "purpose", "update", "policy_version", "success")
         return JSONResponse(
             [
@@ -126,9 +91,9 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
 
     def _episode(run_id: str, episode_id: str) -> dict[str, Any] | JSONResponse:
         if (folder := runs.folder(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
+            return missing(f"no run {run_id!r} in this viewer's run folders")
         record = next((r for r in read_episodes(folder / "episodes.jsonl") if r["episode_id"] == episode_id), None)
-        return record if record is not None else _missing(f"run {run_id!r} recorded no episode {episode_id!r}")
+        return record if record is not None else missing(f"run {run_id!r} recorded no episode {episode_id!r}")
 
     @router.get("/api/runs/{run_id}/episodes/{episode_id}")
     async def episode(run_id: str, episode_id: str) -> Response:
@@ -143,12 +108,12 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
             return record
         steps = {s["step"]: s for s in record["steps"]}
         if step not in steps or not 0 <= candidate < len(steps[step]["candidates"]):
-            return _missing(f"episode {episode_id!r} has no step {step} candidate {candidate}")
+            return missing(f"episode {episode_id!r} has no step {step} candidate {candidate}")
         chosen = steps[step]["candidates"][candidate]
         try:
             png = store.get(steps[step]["screenshot"])
         except (FileNotFoundError, ValueError):
-            return _missing(f"screenshot {steps[step]['screenshot'][:16]}... is not in the screenshot store")
+            return missing(f"screenshot {steps[step]['screenshot'][:16]}... is not in the screenshot store")
         out = io.BytesIO()
         draw_action(png, chosen["action"], chosen["action_text"]).save(out, format="PNG")
         return Response(out.getvalue(), media_type="image/png")
@@ -159,15 +124,15 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
             return (
                 FileResponse(store.path(sha256), media_type="image/png")
                 if store.exists(sha256)
-                else _missing(f"screenshot {sha256[:16]}... is not in the screenshot store")
+                else missing(f"screenshot {sha256[:16]}... is not in the screenshot store")
             )
         except ValueError:
-            return _missing("not a screenshot hash")
+            return missing("not a screenshot hash")
 
     return router
 
 
 def mount_viewer(app: FastAPI, runs: RunFolders, store: ScreenshotStore, *, live: bool) -> None:
     app.include_router(viewer_router(runs, store, live=live))
-    app.include_router(tree_router(runs.folder))
+    app.include_router(tree_router(runs))
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="viewer-static")

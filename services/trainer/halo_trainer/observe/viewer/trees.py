@@ -16,12 +16,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from halo_trainer.mcts.tree import Tree, load_tree
-
-# RunFolders is the viewer's (routes.py); passed in to keep one way of finding a run folder.
-
-
-def _missing(what: str) -> JSONResponse:
-    return JSONResponse({"detail": what}, status_code=404)
+from halo_trainer.observe.viewer.folders import RunFolders, missing
 
 
 def _tree_files(folder: Path) -> dict[str, Path]:
@@ -49,14 +44,13 @@ def tree_summary(search_id: str, tree: Tree) -> dict[str, Any]:
     }
 
 
-def tree_router(folder_of: Any) -> APIRouter:
-    """``folder_of(run_id)``: the run's folder, or None (``RunFolders.folder``)."""
+def tree_router(runs: RunFolders) -> APIRouter:
     router = APIRouter(prefix="/ui", tags=["viewer"])
 
     @router.get("/api/runs/{run_id}/trees")
     async def trees(run_id: str) -> Response:
-        if (folder := folder_of(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        if (folder := runs.folder(run_id)) is None:
+            return missing(f"no run {run_id!r} in this viewer's run folders")
         out = []
         for search_id, path in _tree_files(folder).items():
             try:
@@ -67,15 +61,15 @@ def tree_router(folder_of: Any) -> APIRouter:
 
     @router.get("/api/runs/{run_id}/trees/{search_id}")
     async def tree(run_id: str, search_id: str) -> Response:
-        if (folder := folder_of(run_id)) is None:
-            return _missing(f"no run {run_id!r} in this viewer's run folders")
+        if (folder := runs.folder(run_id)) is None:
+            return missing(f"no run {run_id!r} in this viewer's run folders")
         path = _tree_files(folder).get(search_id)
         if path is None:
-            return _missing(f"run {run_id!r} has no search tree {search_id!r}")
+            return missing(f"run {run_id!r} has no search tree {search_id!r}")
         try:
             loaded = load_tree(path)
         except ValueError as exc:
-            return _missing(str(exc))
+            return missing(str(exc))
         theta = _theta(folder)
         pairs = [
             {
