@@ -33,11 +33,11 @@ from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
 from halo.modes import MODES, ModeError, get_mode
-from halo.schemas import EvalJob, RolloutResult, SamplingParams, SearchJob, Task, knobs
+from halo.schemas import EvalJob, RolloutResult, RunSpec, SamplingParams, SearchJob, Task
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
-from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, resolved_values, sampling_for
+from halo_trainer.config import EVAL_SEED_OFFSET, load_defaults, profile_for, resolve, sampling_for
 from halo_trainer.evaluation import report as eval_report
 from halo_trainer.evaluation.stats import mode_summary, paired_test
 from halo_trainer.mcts.search import search
@@ -212,12 +212,11 @@ SEARCH = "+search"  # a vLLM mode searching at test time: "<mode>+search"
 
 
 def search_settings(args: argparse.Namespace, defaults: dict, profile: str | None) -> tuple[MCTSConfig, float]:
-    """The run's mcts knobs and sampling temperature (defaults, run defaults file, the target's
-    profile), the search bounded by the evaluation's env-step budget and horizon."""
-    values = resolved_values({}, defaults, profile)
-    mcts = {k.name: values[k.name] for k in knobs.in_section("mcts")}
+    """A run's search settings and sampling temperature as ``resolve`` gives them (the knobs, the
+    run defaults file, the target's profile), bounded by the evaluation's env-step budget and horizon."""
+    run = resolve(RunSpec(domain="eval", algorithm="mcts"), "eval", ["eval"], defaults, profile)
     bounded = {"env_step_budget": args.search_budget, "simulations": 10_000, "max_depth": args.max_steps}
-    return MCTSConfig(**mcts | bounded), values["temperature"]
+    return MCTSConfig(**run.mcts.model_dump() | bounded), run.temperature
 
 
 async def play_search(
