@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -23,6 +24,8 @@ from halo_env import browser_state
 from halo_env.executor import Pointer, execute
 from halo_env.observation import PageObserver
 from halo_env.session import ENDS_EPISODE, Session
+
+logger = logging.getLogger("halo.env.sessions")
 
 
 class PageOpener:
@@ -76,9 +79,17 @@ class PageOpener:
 
     async def _follow_popup(self, session: Session, popup: Page) -> None:
         """One tab per session: a link that opens a new tab is followed in the session's own tab."""
+        timeout_ms = self.s.navigation_timeout_s * 1000
         with contextlib.suppress(PlaywrightError):
-            await popup.wait_for_load_state("commit", timeout=self.s.navigation_timeout_s * 1000)
+            await popup.wait_for_load_state("commit", timeout=timeout_ms)
+        if not popup.url.startswith("http"):
+            # A target=_blank tab can report "commit" for its initial about:blank before the link's
+            # own navigation starts (seen under load): wait for the link's URL, not the blank page.
+            with contextlib.suppress(PlaywrightError):
+                await popup.wait_for_url(lambda u: u.startswith("http"), wait_until="commit", timeout=timeout_ms)
         url = popup.url
+        if not url.startswith("http"):
+            logger.warning("a new tab never left %r: not followed", url[:80])
         with contextlib.suppress(PlaywrightError):
             await popup.close()
         if url.startswith("http") and session.lease.guard.allows(url) and not session.lease.page.is_closed():
