@@ -41,7 +41,7 @@ UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model train eval test test-fast test-release bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -114,7 +114,10 @@ endif
 	$(HALO) stack up && $(HALO) eval --modes $(or $(MODES),qwen3vl_base) --domain $(DOMAIN)
 
 test: setup       ## every test tier but the release one: unit, contract, integration (Redis, Chromium, vLLM), end to end
-	$(PYTEST) -q -m "not release"
+	$(PYTEST) -q -m "not release and not full_replay"
+
+test-replay: setup  ## every task's reference and wrong solution replayed in Chromium (local and REAL v2 offline; before each release)
+	$(PYTEST) -q tests/sites/test_replay.py tests/sites/test_real_offline.py -m slow
 
 test-release: setup  ## the release tier: vLLM down for a minute mid-run, workers killed over and over (about 6 min)
 	$(PYTEST) -q -m release

@@ -5,7 +5,9 @@ every one of agisdk's v2 tasks of a cloned site is either supported or listed wi
 the scripts the evaluator runs are the installed agisdk's files, byte for byte the ones pinned in
 configs/real_v2_task_registry.json (the registry the reference solutions were verified against).
 Slow (Chromium, through the environment service, as test_replay.py): FAILURE at reset, SUCCESS
-after the reference solution, FAILURE after the wrong one.
+after the reference solution, FAILURE after the wrong one. `make test` replays a fixed sample of
+each site's tasks (its first, middle and last by number); the rest carry the `full_replay` marker
+and run with `make test-replay` (every task, before each release; docs/testing.md).
 """
 
 from __future__ import annotations
@@ -33,6 +35,24 @@ from tests.sites.conftest import replay
 ROOT = Path(__file__).resolve().parents[2]
 WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 REAL_IDS = [t.id for t in load_tasks() if t.id.startswith(REAL_PREFIX)]
+
+
+def replay_sample(task_ids: list[str]) -> set[str]:
+    """Each site's first, middle and last task by number: what `make test` replays."""
+    by_site: dict[str, list[str]] = {}
+    for task_id in task_ids:
+        by_site.setdefault(task_id.removeprefix(REAL_PREFIX).rsplit("-", 1)[0], []).append(task_id)
+    sample = set()
+    for ids in by_site.values():
+        ids.sort(key=lambda t: int(t.rsplit("-", 1)[1]))
+        sample |= {ids[0], ids[len(ids) // 2], ids[-1]}
+    return sample
+
+
+REPLAYED_BY_MAKE_TEST = replay_sample(REAL_IDS)
+REPLAY_PARAMS = [
+    pytest.param(t, marks=() if t in REPLAYED_BY_MAKE_TEST else pytest.mark.full_replay) for t in REAL_IDS
+]
 
 
 def _agisdk_task(task_id: str) -> dict:
@@ -68,6 +88,13 @@ def test_scripts_are_the_installed_agisdks_byte_for_byte() -> None:
             assert installed == pinned[real_id]["eval_script_sha256"][ev["script"]], (task_id, ev["script"])
 
 
+def test_the_replay_sample_covers_every_site_and_is_stable() -> None:
+    ids = ["real-offline.a-1", "real-offline.a-10", "real-offline.a-2", "real-offline.a-3", "real-offline.b-7"]
+    assert replay_sample(ids) == {"real-offline.a-1", "real-offline.a-3", "real-offline.a-10", "real-offline.b-7"}
+    sites = {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REAL_IDS}
+    assert {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REPLAYED_BY_MAKE_TEST} == sites
+
+
 def test_evaluation_runs_the_installed_script() -> None:
     """The verdict's detail names the script agisdk ran; an empty state fails it, as REAL would."""
     task = get_task(REAL_IDS[0])
@@ -77,7 +104,7 @@ def test_evaluation_runs_the_installed_script() -> None:
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.parametrize("task_id", REAL_IDS)
+@pytest.mark.parametrize("task_id", REPLAY_PARAMS)
 def test_reference_solution_succeeds_and_wrong_one_fails(env: httpx.Client, task_id: str) -> None:
     solution = [Action.model_validate(a) for a in json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text())]
     solved = replay(env, task_id, solution, check_reset=True)
