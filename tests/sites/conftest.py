@@ -26,6 +26,25 @@ CHROMIUM_ARGS = list(DEFAULT_CHROMIUM_ARGS)
 VIEWPORT = {"width": 1280, "height": 720}
 
 
+def replay_sample(task_ids: list[str]) -> set[str]:
+    """Each site's first, middle and last task by number (``local.gomail-3`` is gomail's 3): what
+    `make test` replays; `make test-replay` replays every task (the others are marked full_replay)."""
+    by_site: dict[str, list[str]] = {}
+    for task_id in task_ids:
+        by_site.setdefault(task_id.split(".", 1)[1].rsplit("-", 1)[0], []).append(task_id)
+    sample = set()
+    for ids in by_site.values():
+        ids.sort(key=lambda t: int(t.rsplit("-", 1)[1]))
+        sample |= {ids[0], ids[len(ids) // 2], ids[-1]}
+    return sample
+
+
+def replay_params(task_ids: list[str]) -> list:
+    """``task_ids`` as parameters, those outside ``replay_sample`` marked full_replay."""
+    sample = replay_sample(task_ids)
+    return [pytest.param(t, marks=() if t in sample else pytest.mark.full_replay) for t in task_ids]
+
+
 @pytest.fixture(scope="session")
 def sites_url() -> Iterator[str]:
     """The clone server, in a thread of this process."""

@@ -30,29 +30,15 @@ from halo_sites.tasks import (
     real_offline_manifest,
     site_names,
 )
-from tests.sites.conftest import replay
+from tests.sites.conftest import replay, replay_params, replay_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 REAL_IDS = [t.id for t in load_tasks() if t.id.startswith(REAL_PREFIX)]
 
 
-def replay_sample(task_ids: list[str]) -> set[str]:
-    """Each site's first, middle and last task by number: what `make test` replays."""
-    by_site: dict[str, list[str]] = {}
-    for task_id in task_ids:
-        by_site.setdefault(task_id.removeprefix(REAL_PREFIX).rsplit("-", 1)[0], []).append(task_id)
-    sample = set()
-    for ids in by_site.values():
-        ids.sort(key=lambda t: int(t.rsplit("-", 1)[1]))
-        sample |= {ids[0], ids[len(ids) // 2], ids[-1]}
-    return sample
-
-
 REPLAYED_BY_MAKE_TEST = replay_sample(REAL_IDS)
-REPLAY_PARAMS = [
-    pytest.param(t, marks=() if t in REPLAYED_BY_MAKE_TEST else pytest.mark.full_replay) for t in REAL_IDS
-]
+REPLAY_PARAMS = replay_params(REAL_IDS)
 
 
 def _agisdk_task(task_id: str) -> dict:
@@ -91,6 +77,7 @@ def test_scripts_are_the_installed_agisdks_byte_for_byte() -> None:
 def test_the_replay_sample_covers_every_site_and_is_stable() -> None:
     ids = ["real-offline.a-1", "real-offline.a-10", "real-offline.a-2", "real-offline.a-3", "real-offline.b-7"]
     assert replay_sample(ids) == {"real-offline.a-1", "real-offline.a-3", "real-offline.a-10", "real-offline.b-7"}
+    assert replay_sample(["local.a-1", "local.a-2"]) == {"local.a-1", "local.a-2"}
     sites = {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REAL_IDS}
     assert {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REPLAYED_BY_MAKE_TEST} == sites
 

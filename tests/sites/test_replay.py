@@ -3,7 +3,8 @@
 The clone server and the environment service run as their own processes on free ports, exactly as
 in the stack (the ``env`` fixture in conftest.py). For every local task: FAILURE at reset, SUCCESS after the reference solution, FAILURE
 after the wrong solution in ``tests/sites/wrong_solutions/``. A task without a passing reference
-solution does not ship.
+solution does not ship. `make test` replays each site's first, middle and last task (every
+Playground task: the learning probes and end-to-end runs train on them); `make test-replay` all.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from halo.schemas import Action
 from halo_sites.tasks import TASK_PREFIX, load_solution, load_tasks
-from tests.sites.conftest import replay
+from tests.sites.conftest import replay, replay_params
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -24,7 +25,11 @@ WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 TASK_IDS = [t.id for t in load_tasks() if t.id.startswith(TASK_PREFIX)]  # REAL v2 offline: test_real_offline.py
 
 
-@pytest.mark.parametrize("task_id", TASK_IDS)
+PLAYGROUND = [t for t in TASK_IDS if t.startswith("local.playground-")]
+REPLAY_PARAMS = PLAYGROUND + replay_params([t for t in TASK_IDS if t not in PLAYGROUND])
+
+
+@pytest.mark.parametrize("task_id", REPLAY_PARAMS)
 def test_reference_solution_succeeds_and_wrong_one_fails(env: httpx.Client, task_id: str) -> None:
     solved = replay(env, task_id, load_solution(task_id), check_reset=True)
     assert solved["info"].get("task_success") is True, f"{task_id}: {solved['info']}"
