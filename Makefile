@@ -107,11 +107,11 @@ else
 	$(COMPOSE) exec $$tty trainer halo train $(TRAIN_FLAGS) --no-stack
 endif
 
-eval: $(if $(filter local,$(STACK)),setup)  ## evaluate MODES (default qwen3vl_base) on DOMAIN (docs/evaluation.md)
+eval: $(if $(filter local,$(STACK)),setup)  ## evaluate MODES (default qwen3vl_base) on DOMAIN, or on SUITE=real-v2-offline (docs/evaluation.md)
 ifneq ($(STACK),local)
 	@echo "error: make eval runs on the embedded stack, and STACK=$(STACK) here (HALO_STACK in $(ENV_FILE) or the command line); STACK=local evaluates on the embedded stack (docs/evaluation.md)" >&2; exit 2
 endif
-	$(HALO) stack up && $(HALO) eval --modes $(or $(MODES),qwen3vl_base) --domain $(DOMAIN)
+	$(HALO) stack up && $(HALO) eval --modes $(or $(MODES),qwen3vl_base) $(if $(SUITE),--suite $(SUITE),--domain $(DOMAIN))
 
 test: setup       ## every test tier but the release one: unit, contract, integration (Redis, Chromium, vLLM), end to end
 	$(PYTEST) -q -m "not release and not full_replay"

@@ -33,7 +33,7 @@ from halo.schemas import (
     ValidationResult,
 )
 from halo.schemas.env import CreateLeaseRequest, LeaseInfo, LeaseReleased
-from halo.schemas.tasks import TaskReachability
+from halo.schemas.tasks import LeftOutTask, TaskReachability
 from halo.transport import CallError, NotFound, ServiceRejected, Transport
 
 T = TypeVar("T", bound=BaseModel)
@@ -207,6 +207,10 @@ class EnvClient(_Client):
     async def tasks(self, domain: str | None = None) -> list[Task]:
         params = {"domain": domain} if domain else None
         return [Task.model_validate(t) for t in (await self._http.request("GET", "/tasks", params=params)).json()]
+
+    async def left_out(self) -> list[LeftOutTask]:
+        """REAL v2 tasks that do not run offline on this env service, with the reasons."""
+        return [LeftOutTask.model_validate(t) for t in (await self._http.request("GET", "/tasks/left-out")).json()]
 
     async def reachability(self, domain: str, timeout_s: float = 3.0) -> list[TaskReachability]:
         """Whether each of ``domain``'s tasks' sites answers from the env service (one probe per origin)."""

@@ -6,9 +6,17 @@ import math
 
 import pytest
 
-from halo_trainer.evaluation.matrix import episode_seeds, parser, read_records, run, sample_tasks, summarise
+from halo_trainer.evaluation.matrix import (
+    agisdk_results,
+    episode_seeds,
+    parser,
+    read_records,
+    run,
+    sample_tasks,
+    summarise,
+)
 from halo_trainer.evaluation.report import markdown
-from halo_trainer.evaluation.stats import exact_mcnemar, mode_summary, paired_test, rate
+from halo_trainer.evaluation.stats import exact_mcnemar, mode_summary, paired_test, pass_hat_k, rate
 
 
 def _rec(mode, task, seed, success, *, scored=True, steps=2, valid=2, ret=0.5, infra=0):
@@ -81,7 +89,44 @@ def test_the_summary_keeps_infrastructure_failures_apart():
     results = summarise("e1", plan, records + [_rec("B", "local.playground-1", 1, False)])
     assert results["paired"][0]["pairs"] == 1
     table = markdown(results)
-    assert "| `A` | 33% (6%-79%), 1/3 |" in table and "exact McNemar" in table
+    assert "| `A` | 33% (6%-79%), 1/3 | k=1: 33% (6%-79%), 1/3 |" in table and "exact McNemar" in table
+
+
+def test_pass_hat_k_needs_every_seed_of_a_task():
+    records = [_rec("A", "local.x-1", s, True) for s in range(3)]  # all three seeds
+    records += [_rec("A", "local.x-2", s, s != 1) for s in range(3)]  # one seed missed: pass@1 2/3, pass^k no
+    records += [_rec("A", "local.x-3", s, True) for s in range(2)]  # only 2 of 3 scored: left out of pass^k
+    p = pass_hat_k(records)
+    assert (p["k"], p["successes"], p["n"]) == (3, 1, 2)
+    s = mode_summary(records)
+    assert (s["successes"], s["n"]) == (7, 8) and s["pass_hat_k"]["rate"] == 0.5
+    assert (pass_hat_k([])["k"], pass_hat_k([])["n"]) == (0, 0)
+
+
+def test_agisdk_results_have_the_harness_shape_and_reals_ids():
+    plan = {"modes": ["A", "A+search"], "seeds": [7, 8], "max_steps": 15}
+    records = [
+        _rec("A", "real-offline.omnizon-3", 7, True) | {"elapsed_s": 4.5},
+        _rec("A", "real-offline.omnizon-3", 8, False) | {"elapsed_s": 5.0},  # not the first seed: not kept
+        _rec("A", "local.gomail-2", 7, None, scored=False, infra=3) | {"elapsed_s": 1.0},
+        _rec("A+search", "real-offline.omnizon-3", 7, False) | {"elapsed_s": 9.0},
+    ]
+    out = agisdk_results(plan, records, {"A": "tiny-qwen3vl"})
+    row = out["A"]["v2.omnizon-3"]
+    assert row["cum_reward"] == 1 and row["n_steps"] == 2 and row["elapsed_time"] == 4.5 and row["seed"] == 7
+    assert row["task_name"] == "v2.omnizon-3" and row["model_name"] == "tiny-qwen3vl" and row["max_steps"] == 15
+    assert out["A"]["local.gomail-2"]["cum_reward"] == 0 and "infrastructure" in out["A"]["local.gomail-2"]["err_msg"]
+    assert out["A+search"]["v2.omnizon-3"]["model_name"] == "tiny-qwen3vl"
+    # agisdk's own tally: success is cum_reward == 1
+    assert sum(r["cum_reward"] == 1 for r in out["A"].values()) == 1
+
+
+def test_a_suite_with_its_own_task_selection_is_refused(capsys) -> None:
+    args = parser().parse_args(["--modes", "qwen3vl_base", "--suite", "real-v2-offline", "--domain", "gomail"])
+    assert run(args) == 2
+    assert "--suite names its own tasks" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--modes", "qwen3vl_base", "--suite", "real-v2-everything"])
 
 
 def test_a_line_cut_by_an_interruption_is_dropped_and_the_next_append_starts_clean(tmp_path):

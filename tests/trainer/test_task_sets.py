@@ -15,6 +15,7 @@ from halo_env.backends.local import LocalCloneBackend
 from halo_env.backends.real import RealBackend
 from halo_env.registry import load_real_tasks
 from halo_trainer.api.task_sets import TaskSetError, choose_tasks
+from halo_trainer.evaluation.matrix import suite_pool
 from tests.conftest import free_port
 from tests.env.fixtures import EnvServer, settings_for
 from tests.http_stub import OkHandler, ServedInThread
@@ -123,3 +124,14 @@ async def test_no_reachable_task_is_a_503_naming_the_origins(tmp_path: Path, clo
                 await choose_tasks(client, RunSpec(domain="omnizon"))
     assert err.value.status == 503
     assert f"{closed_url}: ConnectError" in str(err.value)
+
+
+async def test_the_real_v2_offline_suite_is_every_supported_task_and_names_the_rest(env: EnvServer) -> None:
+    async with EnvClient(env.url) as client:
+        pool, notes, left_out = await suite_pool(client)
+    assert pool and all(t.startswith("real-offline.") for t in pool)
+    assert len(pool) + len(left_out) == len(load_real_tasks()) == 121  # every REAL v2 task is in one or the other
+    assert {"v2." + t.removeprefix("real-offline.") for t in pool}.isdisjoint(t["task_id"] for t in left_out)
+    reasons = {t["task_id"]: t["reason"] for t in left_out}
+    assert "eval_omnizon_28.py" in reasons["v2.omnizon-28"]  # the clone's own reason, not a generic one
+    assert notes == [f"REAL v2 offline: {len(pool)} of 121 tasks; {len(left_out)} left out (left_out.json)"]

@@ -30,7 +30,7 @@ from halo.schemas import (
     ValidationResult,
 )
 from halo.schemas.env import CreateLeaseRequest, LeaseInfo, LeaseReleased
-from halo.schemas.tasks import TaskReachability
+from halo.schemas.tasks import LeftOutTask, TaskReachability
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError, add_health_routes, install_error_handlers
 from halo.settings import log_settings
@@ -161,6 +161,11 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
         m: Manager, domain: Annotated[str | None, Query(max_length=40, pattern=r"^[a-z0-9_\-]+$")] = None
     ) -> list[Task]:
         return m.tasks(domain)
+
+    @app.get("/tasks/left-out", response_model=list[LeftOutTask], tags=["tasks"])
+    async def tasks_left_out(m: Manager) -> list[LeftOutTask]:
+        """REAL v2 tasks that do not run offline here, each with its reason (never faked)."""
+        return m.left_out()
 
     @app.get("/tasks/reachability", response_model=list[TaskReachability], tags=["tasks"])
     async def tasks_reachability(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 
 from halo.schemas import Task
+from halo.schemas.tasks import LeftOutTask
 from halo.service import ServiceError
 from halo_env.backends.base import TaskBackend, TaskUnavailable
 
@@ -38,4 +39,11 @@ class TaskLookup:
         for backend in self.backends:
             with contextlib.suppress(TaskUnavailable):
                 out.extend(backend.list_tasks(domain))
+        return out
+
+    def left_out(self) -> list[LeftOutTask]:
+        out: list[LeftOutTask] = []
+        for backend in self.backends:
+            with contextlib.suppress(TaskUnavailable):
+                out.extend(backend.left_out())
         return out

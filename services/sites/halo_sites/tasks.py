@@ -114,6 +114,19 @@ def real_offline_manifest(site: str) -> dict[str, Any]:
     return manifest
 
 
+def real_offline_left_out() -> dict[str, str]:
+    """Every REAL v2 task (agisdk's name, e.g. ``omnizon-28``) that does not run offline, with why:
+    the reason its site's ``real_v2.json`` gives, or that no clone of its site lists it."""
+    supported = {name for site in site_names() for name in real_offline_manifest(site)["supported"]}
+    reasons = {name: why for site in site_names() for name, why in real_offline_manifest(site)["unsupported"].items()}
+    left: dict[str, str] = {}
+    for path in sorted(agisdk_tasks_dir().glob("*.json")):
+        if path.stem not in supported:
+            site = path.stem.rsplit("-", 1)[0]
+            left[path.stem] = reasons.get(path.stem, f"no offline clone of {site} lists it")
+    return left
+
+
 @cache
 def _real_registry() -> dict[str, Task]:
     found: dict[str, Task] = {}

@@ -51,3 +51,11 @@ class TaskReachability(Message):
     origin: str
     reachable: bool
     reason: str = ""
+
+
+class LeftOutTask(Message):
+    """A REAL v2 task that does not run offline, and why (``GET /tasks/left-out``)."""
+
+    task_id: str  # REAL's own id, e.g. ``v2.omnizon-28``
+    site: str
+    reason: str

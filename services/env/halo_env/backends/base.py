@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from playwright.async_api import Page
 
 from halo.schemas import ForkMethod, Task, ValidationResult
+from halo.schemas.tasks import LeftOutTask
 from halo.service import replace_lone_surrogates
 from halo_env.page_js import READ_PRE_JSON
 
@@ -38,6 +39,10 @@ class TaskBackend(ABC):
 
     @abstractmethod
     def list_tasks(self, domain: str | None = None) -> list[Task]: ...
+
+    def left_out(self) -> list[LeftOutTask]:
+        """REAL v2 tasks this backend is meant to serve but cannot, each with its reason."""
+        return []
 
     @abstractmethod
     def site_url(self, task: Task) -> str:

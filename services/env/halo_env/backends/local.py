@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from halo.schemas import ForkMethod, Task, ValidationResult
+from halo.schemas.tasks import LeftOutTask
 from halo_env.backends.base import TaskBackend, TaskUnavailable
 
 PREFIXES = ("local.", "real-offline.")
@@ -48,6 +49,12 @@ class LocalCloneBackend(TaskBackend):
 
     def list_tasks(self, domain: str | None = None) -> list[Task]:
         return list(self._tasks().load_tasks(domain))
+
+    def left_out(self) -> list[LeftOutTask]:
+        left = getattr(self._tasks(), "real_offline_left_out", dict)()
+        return [
+            LeftOutTask(task_id=f"v2.{name}", site=name.rsplit("-", 1)[0], reason=why) for name, why in left.items()
+        ]
 
     def site_url(self, task: Task) -> str:
         path = task.website.url if task.website.url.startswith("/") else f"/{task.website.url}"

@@ -3,8 +3,10 @@
     python -m halo_trainer.evaluation --modes qwen3vl_base qwen3vl_grpo --domain playground
     python -m halo_trainer.evaluation --modes qwen3vl_base gpt4o_baseline --subset shopping \\
         --task-registry configs/real_v2_task_registry.json --sample-size 30 --seed 42
+    python -m halo_trainer.evaluation --modes qwen3vl_base --suite real-v2-offline --episodes-per-task 3
 
-1. The task pool: ``--tasks``, else the registry snapshot's tasks (``--task-registry``) of the
+1. The task pool: ``--tasks``; ``--suite real-v2-offline``: every REAL v2 task the offline clones
+   support (``real-offline.*``), with the others and their reasons in ``left_out.json``; else the registry snapshot's tasks (``--task-registry``) of the
    sites ``--domain`` / ``--subset`` name, else the env service's tasks of those sites. The env
    probes each site; tasks whose site does not answer are left out, and when none of a registry's
    hosted tasks answers (offline) the local clones of the same sites stand in. The output says so.
@@ -15,7 +17,9 @@
    ``EvalJob``). An episode that fails on infrastructure is replayed (``--infra-retries``); the failures
    are counted apart and never scored.
 4. Results go to ``<data_dir>/eval/<id>/``: ``plan.json``, ``episodes.jsonl`` (one line per
-   finished episode, appended as it ends), ``results.json``, ``table.md`` and ``chart.png``. The id
+   finished episode, appended as it ends), ``results.json`` (pass@1 and pass^k per mode and
+   site), ``table.md``, ``chart.png`` and ``agisdk_results.json`` (per mode, one record per task
+   in the shape agisdk's harness returns, REAL's ids, the first seed's episode). The id
    is a digest of the plan, so the same command after an interruption resumes where it stopped.
 """
 
@@ -28,6 +32,7 @@ import itertools
 import json
 import random
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -53,6 +58,10 @@ SUBSETS: dict[str, tuple[str, ...]] = {
     "housing": ("zilloft",),
     "local": ("playground",),
 }
+
+
+SUITES = ("real-v2-offline",)
+REAL_OFFLINE = "real-offline."
 
 
 class EvalError(Exception):
@@ -85,6 +94,36 @@ def load_registry(path: Path) -> list[Task]:
         raise EvalError(f"cannot read the task registry {path}: {exc}") from exc
 
 
+async def _reachable(env: EnvClient, sites: Sequence[str]) -> dict[str, bool]:
+    reachable: dict[str, bool] = {}
+    for site in dict.fromkeys(sites):
+        try:
+            reachable |= {r.task_id: r.reachable for r in await env.reachability(site)}
+        except CallError as exc:
+            raise EvalError(f"cannot list and probe the {site} tasks on the env service: {exc}") from exc
+    return reachable
+
+
+async def suite_pool(env: EnvClient) -> tuple[list[str], list[str], list[dict]]:
+    """``real-v2-offline``: REAL's v2 tasks the clones support, notes, and the tasks left out with why."""
+    try:
+        offline = sorted(t.id for t in await env.tasks() if t.id.startswith(REAL_OFFLINE))
+        left = [t.model_dump(mode="json") for t in await env.left_out()]
+    except CallError as exc:
+        raise EvalError(f"cannot list the REAL v2 offline tasks on the env service: {exc}") from exc
+    reachable = await _reachable(env, sorted({_site(t) for t in offline}))
+    pool = [t for t in offline if reachable.get(t)]
+    left += [
+        {"task_id": "v2." + t.removeprefix(REAL_OFFLINE), "site": _site(t), "reason": "its clone did not answer"}
+        for t in offline
+        if not reachable.get(t)
+    ]
+    if not pool:
+        raise EvalError("no REAL v2 offline task answers; is the stack up (`halo stack up`)?")
+    notes = [f"REAL v2 offline: {len(pool)} of {len(pool) + len(left)} tasks; {len(left)} left out (left_out.json)"]
+    return pool, notes, sorted(left, key=lambda t: t["task_id"])
+
+
 async def task_pool(env: EnvClient, args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """The tasks to sample from and notes on what was left out or replaced."""
     if args.tasks:
@@ -100,12 +139,7 @@ async def task_pool(env: EnvClient, args: argparse.Namespace) -> tuple[list[str]
             raise EvalError("name the tasks: --tasks, --domain, --subset or --task-registry")
         sites = sorted({t.domain for t in registry})
     notes: list[str] = []
-    reachable: dict[str, bool] = {}
-    for site in dict.fromkeys(sites):
-        try:
-            reachable |= {r.task_id: r.reachable for r in await env.reachability(site)}
-        except CallError as exc:
-            raise EvalError(f"cannot list and probe the {site} tasks on the env service: {exc}") from exc
+    reachable = await _reachable(env, sites)
     if registry is not None:
         wanted = [t.id for t in registry if t.domain in sites]
         kept = [t for t in wanted if reachable.get(t)]
@@ -253,9 +287,37 @@ def summarise(eval_id: str, plan: dict, records: list[dict]) -> dict:
     }
 
 
-def write_outputs(folder: Path, results: dict) -> None:
+def agisdk_results(plan: dict, records: list[dict], served: dict[str, str]) -> dict[str, dict]:
+    """Per mode, what agisdk's harness ``run()`` returns: task name -> record with ``cum_reward`` (1 on
+    success), ``n_steps``, ``elapsed_time`` and ``err_msg``; REAL's ids (``v2.<site>-<n>``) for REAL
+    tasks. One record per task, as the harness keeps: the episode of the plan's first seed."""
+    first = plan["seeds"][0]
+    out: dict[str, dict] = {}
+    for mode in plan["modes"]:
+        rows = {}
+        for r in records:
+            if r["mode"] != mode or r["seed"] != first:
+                continue
+            name = "v2." + r["task"].removeprefix(REAL_OFFLINE) if r["task"].startswith(REAL_OFFLINE) else r["task"]
+            rows[name] = {
+                "task_name": name,
+                "agent_type": mode,
+                "model_name": served.get(mode.removesuffix(SEARCH), mode),
+                "max_steps": plan["max_steps"],
+                "cum_reward": 1 if r["success"] else 0,
+                "n_steps": r["steps"],
+                "elapsed_time": r.get("elapsed_s"),
+                "err_msg": None if r["scored"] else f"infrastructure failure ({r['infra_failures']} attempts)",
+                "seed": r["seed"],
+            }
+        out[mode] = dict(sorted(rows.items()))
+    return out
+
+
+def write_outputs(folder: Path, results: dict, records: list[dict], served: dict[str, str]) -> None:
     (folder / "results.json").write_text(json.dumps(results, indent=1))
     (folder / "table.md").write_text(eval_report.markdown(results))
+    (folder / "agisdk_results.json").write_text(json.dumps(agisdk_results(results["plan"], records, served), indent=1))
     eval_report.chart(results, folder / "chart.png")
 
 
@@ -288,10 +350,15 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
     reward = RewardClient(trainer.reward_url, timeout_s=trainer.request_timeout_s)
     opened: list[ModePolicy] = []
     try:
-        pool, notes = await task_pool(env, args)
+        left_out: list[dict] = []
+        if args.suite:
+            pool, notes, left_out = await suite_pool(env)
+        else:
+            pool, notes = await task_pool(env, args)
         tasks = sample_tasks(pool, args.sample_size, args.seed)
         seeds = episode_seeds(args.seed, args.episodes_per_task)
         plan = {
+            "suite": args.suite,
             "modes": modes + [m + SEARCH for m in searching],
             "served": served,
             "search": search_cfg.model_dump(mode="json") if search_cfg else None,
@@ -305,6 +372,8 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
         folder = settings.results_dir / eval_id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "plan.json").write_text(json.dumps(plan | {"notes": notes}, indent=1))
+        if args.suite:
+            (folder / "left_out.json").write_text(json.dumps(left_out, indent=1))
         for note in notes:
             say(f"note: {note}")
         episodes = folder / "episodes.jsonl"
@@ -326,10 +395,12 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
                 if (mp.mode.name, task, seed) in done:
                     continue
                 svc = Services(env=env, policy=mp.policy, reward=reward, current_policy=current)
+                started = time.monotonic()
                 result, failures = await play(
                     svc, lambda a, mp=mp, t=task, s=seed: _job(eval_id, mp, t, s, a, args, sampling), args.infra_retries
                 )
-                records.append(_write(episodes, _record(mp.mode.name, task, seed, result, failures)))
+                record = _record(mp.mode.name, task, seed, result, failures) | {"elapsed_s": time.monotonic() - started}
+                records.append(_write(episodes, record))
                 count += 1
                 say(f"[{count}/{total}] {mp.mode.name} {task} seed {seed}: {_outcome(records[-1])}")
                 name = mp.mode.name + SEARCH
@@ -340,6 +411,7 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
                     return mp.version  # the search samples the mode's own policy, as its episodes do
 
                 searched = Services(env=env, policy=mp.policy, reward=reward, current_policy=fixed)
+                started = time.monotonic()
                 outcome, failures = await play_search(
                     searched,
                     lambda a, mp=mp, t=task, s=seed: _search_job(
@@ -348,7 +420,7 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
                     folder / "search",
                     args.infra_retries,
                 )
-                record = _record(name, task, seed, None, failures)
+                record = _record(name, task, seed, None, failures) | {"elapsed_s": time.monotonic() - started}
                 if outcome is not None:
                     record |= {"scored": True, **outcome}
                 records.append(_write(episodes, record))
@@ -359,8 +431,8 @@ async def evaluate(args: argparse.Namespace, say: Callable[[str], None]) -> tupl
             await mp.aclose()
         await env.aclose()
         await reward.aclose()
-    results = summarise(eval_id, plan | {"notes": notes}, records)
-    write_outputs(folder, results)
+    results = summarise(eval_id, plan | {"notes": notes, "left_out": len(left_out)}, records)
+    write_outputs(folder, results, records, served)
     return folder, results
 
 
@@ -371,6 +443,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", nargs="+", help="sites whose tasks form the pool (e.g. playground gomail)")
     p.add_argument("--subset", nargs="+", help=f"groups of sites: {', '.join(SUBSETS)}")
     p.add_argument("--tasks", nargs="+", help="exact task ids (no sampling pool)")
+    p.add_argument(
+        "--suite",
+        choices=SUITES,
+        help="a named task set: real-v2-offline = every REAL v2 task the offline clones support "
+        "(left_out.json lists the others with their reasons)",
+    )
     p.add_argument(
         "--task-registry", "--task_registry", help="a registry snapshot, e.g. configs/real_v2_task_registry.json"
     )
@@ -400,6 +478,9 @@ def _err(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.suite and (args.tasks or args.domain or args.subset or args.task_registry):
+        _err("error: --suite names its own tasks; drop --tasks, --domain, --subset and --task-registry")
+        return 2
     if args.sample_size is not None and args.sample_size < 1:
         _err("error: --sample-size must be at least 1")
         return 2

@@ -15,15 +15,29 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _pass_hat_k(row: dict | None) -> str:
+    return "-" if not row or not row["n"] else f"k={row['k']}: {_pct(row)}"
+
+
 def markdown(results: dict) -> str:
     modes = results["modes"]
     sites = sorted({s for m in modes.values() for s in m["sites"]})
-    head = ["mode", "success (95% CI), k/n", *sites, "mean return", "median steps", "valid actions", "infra failures"]
+    head = [
+        "mode",
+        "pass@1 (95% CI), k/n",
+        "pass^k (95% CI), tasks",
+        *sites,
+        "mean return",
+        "median steps",
+        "valid actions",
+        "infra failures",
+    ]
     lines = [f"| {' | '.join(head)} |", f"|{'---|' * len(head)}"]
     for name, m in modes.items():
         cells = [
             f"`{name}`",
             _pct(m),
+            _pass_hat_k(m.get("pass_hat_k")),
             *(_pct(m["sites"][s]) if s in m["sites"] else "-" for s in sites),
             _num(m["mean_return"], ".3f"),
             _num(m["median_steps"], "g"),

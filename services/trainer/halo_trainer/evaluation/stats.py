@@ -4,6 +4,10 @@ An episode record (one line of ``episodes.jsonl``) is scored when one of its att
 without an infrastructure failure; one whose every attempt failed on infrastructure is counted
 apart and never enters a rate.
 
+pass@1 is the share of scored episodes that succeeded; pass^k (tau-bench's) the share of tasks
+that succeeded on every one of their k seeds, k the seeds per task: a policy that wins a task by
+memorising one start passes it at pass@1 now and then but rarely on all k perturbed starts.
+
 The paired test is the exact McNemar test (a two-sided sign test on the discordant pairs): of the
 (task, seed) pairs both modes played, ``b`` succeeded only with mode A and ``c`` only with B; under
 "no difference" each discordant pair is a fair coin, so p = P(Binomial(b+c, 1/2) as far from the
@@ -25,8 +29,18 @@ def rate(successes: int, n: int) -> dict:
     return {"successes": successes, "n": n, "rate": successes / n if n else None, "ci_low": low, "ci_high": high}
 
 
+def pass_hat_k(scored: Sequence[dict]) -> dict:
+    """Tasks that succeeded on all their k seeds, over the tasks with all k scored (Wilson interval)."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in scored:
+        by_task[r["task"]].append(r["success"])
+    k = max((len(v) for v in by_task.values()), default=0)
+    full = [v for v in by_task.values() if len(v) == k]
+    return {"k": k, **rate(sum(all(v) for v in full), len(full))}
+
+
 def mode_summary(records: Iterable[dict]) -> dict:
-    """Success with its 95% Wilson interval, per-site rates, mean return, median steps, validity, infra."""
+    """pass@1 with its 95% Wilson interval, pass^k, per-site rates, mean return, median steps, validity, infra."""
     records = list(records)
     scored = [r for r in records if r["scored"]]
     by_site: dict[str, list[bool]] = defaultdict(list)
@@ -35,6 +49,7 @@ def mode_summary(records: Iterable[dict]) -> dict:
     steps = sum(r["steps"] for r in scored)
     return {
         **rate(sum(r["success"] for r in scored), len(scored)),
+        "pass_hat_k": pass_hat_k(scored),
         "sites": {site: rate(sum(v), len(v)) for site, v in sorted(by_site.items())},
         "mean_return": statistics.fmean(r["return"] for r in scored) if scored else None,
         "median_steps": statistics.median(r["steps"] for r in scored) if scored else None,
