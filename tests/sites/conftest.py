@@ -143,8 +143,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
         stop_services(procs)
 
 
-def replay(env: httpx.Client, task_id: str, actions: list[Action], check_reset: bool) -> dict:
-    r = env.post("/sessions", json={"task_id": task_id, "max_steps": len(actions) + 5, "seed": 0})
+def replay(env: httpx.Client, task_id: str, actions: list[Action], check_reset: bool, seed: int = 0) -> dict:
+    r = env.post("/sessions", json={"task_id": task_id, "max_steps": len(actions) + 5, "seed": seed})
     assert r.status_code == 200, r.text
     session = r.json()["observation"]["session_id"]
     try:

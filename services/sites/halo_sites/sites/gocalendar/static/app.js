@@ -164,7 +164,7 @@
         return { e: e, col: c };
       });
       const ncol = Math.max(1, ends.length);
-      const chips = placed.map(function (p) {
+      const chips = seededOrder(placed, day).map(function (p) {
         const e = p.e;
         const top = minutes(e.start) * HOUR_PX / 60;
         const endMin = e.end.slice(0, 10) === day ? minutes(e.end) : 24 * 60;
@@ -246,6 +246,25 @@
       icon("close", 18, "#e3e3e3") + "</button></div>";
   }
 
+  /* Perturbed starts: under a non-zero episode seed the week view lists a day's events in another
+   * document (and accessibility tree) order, their places on the grid unchanged, and the main panel
+   * moves by a few pixels; seed 0 keeps today's page exactly. */
+  function episodeSeed() {
+    return Number(HALO.meta().seed || 0);
+  }
+  function seededOrder(list, day) {
+    const seed = episodeSeed();
+    return seed ? HALO.rng(seed * 31 + Number(day.replace(/-/g, "")) % 100000).shuffle(list) : list;
+  }
+  function offsetLayout() {
+    const seed = episodeSeed();
+    const panel = seed ? document.querySelector(".panel") : null;
+    if (!panel) return;
+    const r = HALO.rng(seed ^ 0x1a7);
+    panel.style.marginTop = (2 + r.int(9)) + "px";
+    panel.style.marginLeft = (2 + r.int(9)) + "px";
+  }
+
   function render() {
     const st = HALO.state();
     const view = HALO.view();
@@ -253,6 +272,7 @@
     document.title = "GoCalendar - " + (r.mode === "week" ? "Week of " + longDay(weekStart(r.date)) : MONTHS[toDate(r.date).getUTCMonth()] + " " + r.date.slice(0, 4));
     document.getElementById("app").innerHTML = topbar(r) + '<div class="body">' + sidebar(r) + (r.mode === "week" ? weekView(st, r) : monthView(st, r)) + "</div>" +
       detailsCard(st, view) + editorDialog(view) + snackbar(st);
+    offsetLayout();
     HALO.restoreUi({ week: 7 * HOUR_PX });  // the week view opens at 7 AM, like Google Calendar
   }
 
@@ -331,6 +351,7 @@
       go("week", el.getAttribute("data-day"));
     } else if (action === "details") {
       e.stopPropagation();
+      HALO.milestone("event_opened");
       HALO.patchView({ details: id });
       render();
     } else if (action === "close-details") {
@@ -344,6 +365,7 @@
       });
     } else if (action === "delete") {
       update(function (st) { delete st.calendar.events[id]; st.ui.snackbar.message = "Event deleted"; });
+      HALO.milestone("event_deleted");
       HALO.patchView({ details: null });
       render();
     } else if (action === "cancel") {

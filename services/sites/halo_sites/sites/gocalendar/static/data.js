@@ -51,6 +51,22 @@
     ev("ev25", "Coffee with sister", "07-18", "08:00", "09:00", { location: "Blue Bottle Coffee" }),
     ev("ev26", "Project sync", "07-15", "11:00", "11:30", { guests: ["elena.petrova@acme.com"] }),
   ];
+  /* Perturbed starts: a non-zero episode seed adds three distractor events (ids xev1..xev3) on days
+   * around the current week; seed 0 adds none. Their titles share no word with any goal or REAL
+   * script (dinner, friends, reading, coffee, sister, gym, clothes, math, camp, email, project, focus
+   * ...), and the eval scripts read only what changed, so an untouched distractor changes no verdict. */
+  const DISTRACTORS = ["Water the plants", "Car service", "Piano lesson", "Farmers market", "Pay utility bill"];
+  function distractors(seed) {
+    if (!seed) return [];
+    const r = HALO.rng(seed);
+    return r.shuffle(DISTRACTORS).slice(0, 3).map(function (title, i) {
+      const day = "07-" + String(8 + r.int(20)).padStart(2, "0");
+      const start = (8 + r.int(10)) * 60 + 30 * r.int(2);
+      const end = start + 30 * (1 + r.int(2));
+      function hm(m) { return String(Math.floor(m / 60)).padStart(2, "0") + ":" + String(m % 60).padStart(2, "0"); }
+      return ev("xev" + (i + 1), title, day, hm(start), hm(end));
+    });
+  }
   function utc(local) {
     return new Date(Date.parse(local + "Z") + 7 * 3600 * 1000).toISOString();
   }
@@ -67,7 +83,7 @@
     initialState: function (seed, config) {
       if (config.dataset === "real") {
         const real = {};
-        FIXED.concat(REAL_EVENTS).forEach(function (e) { real[e.id] = Object.assign({}, e, { start: utc(e.start), end: utc(e.end) }); });
+        FIXED.concat(REAL_EVENTS, distractors(seed)).forEach(function (e) { real[e.id] = Object.assign({}, e, { start: utc(e.start), end: utc(e.end) }); });
         return { calendar: { events: real }, ui: { snackbar: { message: "" } } };
       }
       const r = HALO.rng(Number(config.data_seed || 0));
@@ -78,6 +94,7 @@
         const e = ev("gym" + (i + 1), "Gym", day, hour + ":00", hour + ":45");
         events[e.id] = e;
       });
+      distractors(seed).forEach(function (e) { events[e.id] = e; });
       return { calendar: { events: events }, ui: { snackbar: { message: "" } } };
     },
     initialView: function () {

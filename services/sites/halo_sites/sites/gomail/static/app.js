@@ -193,6 +193,17 @@
       icon("close", 18, "#e3e3e3") + "</button></div>";
   }
 
+  /* Perturbed starts: a non-zero episode seed shifts the main panel by a few pixels, so a policy
+   * cannot win by remembering where things are on screen; seed 0 keeps today's layout exactly. */
+  function offsetLayout() {
+    const seed = Number(HALO.meta().seed || 0);
+    const panel = seed ? document.querySelector(".panel") : null;
+    if (!panel) return;
+    const r = HALO.rng(seed ^ 0x1a7);
+    panel.style.marginTop = (2 + r.int(9)) + "px";
+    panel.style.marginLeft = (2 + r.int(9)) + "px";
+  }
+
   function render() {
     const st = HALO.state();
     const view = HALO.view();
@@ -203,6 +214,8 @@
     const main = r.kind === "email" ? emailView(st, r) : listView(st, r, HALO.view());
     document.title = (r.kind === "email" && st.email.emails[r.id] ? st.email.emails[r.id].subject : (r.folder === "search" ? "Search results" : r.folder.charAt(0).toUpperCase() + r.folder.slice(1))) + " - GoMail";
     document.getElementById("app").innerHTML = topbar(view) + '<div class="body">' + sidebar(st, r) + main + "</div>" + composeView(view.compose) + labelDialog(view.labelDialog) + snackbar(st);
+    if (r.kind === "list" && r.folder === "search" && listFor(st, r).length) HALO.milestone("search_results");
+    offsetLayout();
     HALO.restoreUi();
   }
 
@@ -321,6 +334,7 @@
       st.email.customLabels[String(n)] = { id: String(n), label: name };
       snack(st, 'Label "' + name + '" created.');
     });
+    HALO.milestone("label_created");
     HALO.patchView({ labelDialog: null, focus: null });
     render();
   }
@@ -356,38 +370,46 @@
     } else if (action === "star") {
       const m = HALO.state().email.emails[id];
       setFlag([id], "starred", !m.starred);
+      if (!m.starred) HALO.milestone("email_starred");
       render();
     } else if (action === "back") {
       go("#/" + (view.folder || "inbox") + (view.folder === "search" ? "/" + encodeURIComponent(view.search || "") : ""));
     } else if (action === "delete") {
       setFlag([id], "trash", true, "Conversation moved to Trash.");
+      HALO.milestone("email_deleted");
       go("#/" + (view.folder || "inbox") + (view.folder === "search" ? "/" + encodeURIComponent(view.search || "") : ""));
     } else if (action === "mark-unread") {
       setFlag([id], "isRead", false, "Conversation marked as unread.");
+      HALO.milestone("marked_unread");
       go("#/" + (view.folder || "inbox") + (view.folder === "search" ? "/" + encodeURIComponent(view.search || "") : ""));
     } else if (action === "bulk-delete") {
       const n = view.selected.length;
       setFlag(view.selected, "trash", true, n === 1 ? "Conversation moved to Trash." : n + " conversations moved to Trash.");
+      if (n) HALO.milestone("email_deleted");
       HALO.patchView({ selected: [] });
       render();
     } else if (action === "bulk-read" || action === "bulk-unread") {
       const read = action === "bulk-read";
       const n = view.selected.length;
       setFlag(view.selected, "isRead", read, (n === 1 ? "Conversation" : n + " conversations") + " marked as " + (read ? "read." : "unread."));
+      if (n) HALO.milestone(read ? "marked_read" : "marked_unread");
       HALO.patchView({ selected: [] });
       render();
     } else if (action === "bulk-archive") {
       setFlag(view.selected, "archived", true, count(view.selected.length, "archived."));
+      if (view.selected.length) HALO.milestone("email_archived");
       HALO.patchView({ selected: [] });
       render();
     } else if (action === "archive") {
       setFlag([id], "archived", true, "Conversation archived.");
+      HALO.milestone("email_archived");
       go("#/" + (view.folder || "inbox") + (view.folder === "search" ? "/" + encodeURIComponent(view.search || "") : ""));
     } else if (action === "bulk-snooze") {
       HALO.patchView({ snoozeMenu: !view.snoozeMenu });
       render();
     } else if (action === "snooze") {
       snooze(view.selected, id);
+      if (view.selected.length) HALO.milestone("email_snoozed");
       HALO.patchView({ selected: [], snoozeMenu: false });
       render();
     } else if (action === "page") {

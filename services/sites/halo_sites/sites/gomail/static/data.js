@@ -164,6 +164,43 @@
     return emails;
   }
 
+  /* Perturbed starts: a non-zero episode seed moves received mail in time (so the inbox and search
+   * results come in another order) and adds two read distractor emails, leaving seed 0 exactly as
+   * it was. Nothing a goal or an eval script names moves or is added: today's mail stays today's,
+   * REAL's mail older than two months stays there and the rest within the last two months, and the
+   * distractors come from senders and words no task, REAL script or search touches (notification,
+   * support, alerts, amazon, uber, no-reply, a starred flag, a goal's contact). */
+  const DISTRACTORS = [
+    ["Garden Club", "club@gardenclub.org", "Summer plant swap", "Bring cuttings and seedlings to the community garden on Saturday morning."],
+    ["City Orchestra", "tickets@cityorchestra.org", "Your seats for the summer season", "Your seats for the summer season are in row F. Doors open at 7 PM."],
+    ["Elm Street News", "editor@elmstreetnews.org", "Street party in August", "The annual street party is on August 17. Volunteers welcome."],
+    ["Clay Studio", "hello@claystudio.com", "Wheel class schedule", "Evening wheel classes start again next week."],
+  ];
+  const TODAY = "2024-07-15";
+  function iso(ms) {
+    return new Date(ms).toISOString().slice(0, 19);
+  }
+  function perturb(emails, seed, real) {
+    if (!seed) return;
+    const r = HALO.rng(seed);
+    // REAL's gomail-11 ("older than 2 months") pins 52..56 before mid-May; everything else stays after.
+    const lo = Date.parse((real ? "2024-05-20" : "2024-07-01") + "T06:00:00Z");
+    const hi = Date.parse("2024-07-14T22:00:00Z");
+    Object.keys(emails).sort().forEach(function (id) {
+      const m = emails[id];
+      const t = Date.parse(m.date + "Z");
+      if (m.sent || m.draft || m.trash || m.date.slice(0, 10) >= TODAY || t < lo) return;
+      const shifted = t + (r.int(72 * 60) - 36 * 60) * 60000;
+      m.date = iso(Math.min(hi, Math.max(lo, shifted)));
+    });
+    r.shuffle(DISTRACTORS).slice(0, 2).forEach(function (d, i) {
+      const date = iso(Date.parse("2024-07-02T07:00:00Z") + r.int(12 * 24 * 60) * 60000);
+      const m = mail("x" + (i + 1), d[0], d[1], d[2], date, d[3], { isRead: true });
+      if (real) m.archived = false;
+      emails[m.id] = m;
+    });
+  }
+
   HALO.defineSite({
     site: "gomail",
     collections: { emails: "email.emails" },
@@ -172,10 +209,13 @@
     initialState: function (seed, config) {
       if (config.dataset === "real") {
         // REAL's v2 tasks (real-offline.gomail-<n>): the mailbox their eval scripts name by id.
-        return { email: { emails: realMailbox(), customLabels: {}, snoozed: {} }, ui: { snackbar: { message: "" } } };
+        const real = realMailbox();
+        perturb(real, seed, true);
+        return { email: { emails: real, customLabels: {}, snoozed: {} }, ui: { snackbar: { message: "" } } };
       }
       const emails = {};
       FIXED.concat(filler(Number(config.data_seed || 0))).forEach(function (m) { emails[m.id] = m; });
+      perturb(emails, seed, false);
       return { email: { emails: emails }, ui: { snackbar: { message: "" } } };
     },
     initialView: function () {

@@ -89,7 +89,7 @@
     });
     const sort = params.get("sort") || "featured";
     const by = {
-      featured: function (a, b) { return b.ratingsCount - a.ratingsCount; },
+      featured: featuredOrder(),
       "price-asc": function (a, b) { return a.price - b.price || (a.id < b.id ? -1 : 1); },
       "price-desc": function (a, b) { return b.price - a.price || (a.id < b.id ? -1 : 1); },
       rating: function (a, b) { return b.rating - a.rating || b.ratingsCount - a.ratingsCount; },
@@ -134,7 +134,7 @@
       }).join("");
       return '<div class="tile"><h2>' + esc(title) + '</h2><div class="tile-grid">' + cells + '</div><a class="tile-link" href="' + link + '" data-halo-id="' + hid + '">' + esc(label) + "</a></div>";
     };
-    const strip = SITE.catalog.filter(function (p) { return p.department === "toys"; }).map(function (p) {
+    const strip = SITE.catalog.filter(function (p) { return p.department === "toys"; }).sort(episodeSeed() ? featuredOrder() : function () { return 0; }).map(function (p) {
       return '<a class="strip-cell" href="#/dp/' + p.id + '">' + OMNI_ART(p, 110) + "</a>";
     }).join("");
     return '<div class="home"><div class="hero"><div class="hero-text"><h1>Summer deals are here</h1><p>Save on headphones, kitchen essentials and outdoor gear. Free delivery on orders over $35.</p></div>' +
@@ -320,6 +320,29 @@
     HALO.commit(st);
   }
 
+  /* Perturbed starts: under a non-zero episode seed "Featured" (the default sort, which no task's
+   * answer depends on) is a seeded order and the page moves by a few pixels; seed 0 keeps today's
+   * ratings-count order and layout exactly. */
+  function episodeSeed() {
+    return Number(HALO.meta().seed || 0);
+  }
+  function featuredOrder() {
+    const seed = episodeSeed();
+    if (!seed) return function (a, b) { return b.ratingsCount - a.ratingsCount; };
+    const rank = {};
+    HALO.rng(seed).shuffle(SITE.catalog.map(function (p) { return p.id; }).sort()).forEach(function (id, i) { rank[id] = i; });
+    return function (a, b) { return rank[a.id] - rank[b.id]; };
+  }
+  function offsetLayout() {
+    const seed = episodeSeed();
+    const main = seed ? document.querySelector(".main") : null;
+    if (!main) return;
+    const r = HALO.rng(seed ^ 0x1a7);
+    main.style.boxSizing = "border-box";
+    main.style.paddingTop = (2 + r.int(9)) + "px";
+    main.style.paddingLeft = (2 + r.int(9)) + "px";
+  }
+
   function render() {
     let view = HALO.view();
     const r = route();
@@ -345,6 +368,7 @@
     document.title = title;
     document.getElementById("app").innerHTML = header(st, view) + '<main class="main page-' + r.kind + '" data-halo-scroll="main">' + main +
       '<footer class="foot"><a href="#/" data-halo-id="back-to-top">Back to top</a><div class="foot-logo">omnizon</div></footer></main>';
+    offsetLayout();
     HALO.restoreUi();
   }
 
@@ -433,6 +457,7 @@
     } else if (action === "qty-minus" || action === "qty-plus") {
       const q = Math.max(1, Math.min(10, (view.qty || 1) + (action === "qty-plus" ? 1 : -1)));
       HALO.patchView({ qty: q });
+      HALO.milestone("quantity_changed");
       render();
     } else if (action === "add-qty") {
       addToCart(id, view.qty || 1);
@@ -452,6 +477,7 @@
         const it = st.cart.items[id];
         if (it) it.quantity = Math.max(1, Math.min(10, it.quantity + (action === "cart-plus" ? 1 : -1)));
       });
+      HALO.milestone("quantity_changed");
       render();
     } else if (action === "cart-delete") {
       update(function (st) { delete st.cart.items[id]; });

@@ -1,7 +1,7 @@
 /* Omnizon's data: a fixed catalog of 60 products (p01..p60, 10 per department) that tasks refer to,
  * and the shopper's two past orders. The shopper is Alex Morgan; "today" is Monday 2024-07-15 and
  * the clock never moves. `config.cart` ({product id: quantity}) pre-fills the cart for a task.
- * The catalog does not depend on the seed: the goals tasks state must stay true. */
+ * The episode seed only adds two distractor items (below): the goals tasks state stay true. */
 (function () {
   "use strict";
 
@@ -129,8 +129,18 @@
   // (written by /config) from storage itself.
   const META = JSON.parse(localStorage.getItem("halo:omnizon:meta") || "{}");
   const REAL = ((META && META.config) || {}).dataset === "real";
-  const CATALOG = REAL ?
-    ROWS.filter(function (r) { return REAL_REPLACES.indexOf(r[0]) === -1; }).concat(REAL_ROWS).map(product) : ROWS.map(product);
+  /* Perturbed starts: a non-zero episode seed (read from storage like the dataset) adds two of these
+   * clothing items, which no goal, REAL script or task search can reach (no pot, mat, book, ball,
+   * pillow, desk, chair, bed, apron, headphones, gaming ...); seed 0 adds none. */
+  const DISTRACTOR_ROWS = [
+    ["x01", "fashion", "Harbor Linen Button-Down Shirt, Sand", "Harbor", 29.99, 4.3, 2140, "shirt", "#d4a373", "shirt linen button-down men clothing"],
+    ["x02", "fashion", "Meadow Women's Canvas Sneakers, White", "Meadow", 44.99, 4.4, 3380, "shoe", "#dee2e6", "sneakers canvas shoes women"],
+    ["x03", "fashion", "Alpine Merino Wool Scarf", "Alpine", 22.99, 4.6, 1870, "beanie", "#6c757d", "scarf wool merino winter"],
+  ];
+  const SEED = Number((META && META.seed) || 0);
+  const CATALOG = (REAL ?
+    ROWS.filter(function (r) { return REAL_REPLACES.indexOf(r[0]) === -1; }).concat(REAL_ROWS) : ROWS)
+    .concat(SEED ? HALO.rng(SEED).shuffle(DISTRACTOR_ROWS).slice(0, 2) : []).map(product);
   const BY_ID = {};
   CATALOG.forEach(function (p) { BY_ID[p.id] = p; });
 

@@ -33,6 +33,20 @@
   function cityBySlug(slug) {
     return SITE.cities.filter(function (c) { return c.slug === slug; })[0] || null;
   }
+  function seed() {
+    return Number(HALO.meta().seed || 0);
+  }
+  /* Perturbed starts: a non-zero episode seed moves the page below the header by a few pixels
+   * (inside the same height, so nothing leaves the screen); seed 0 keeps today's layout. */
+  function offsetLayout() {
+    const main = seed() ? document.querySelector("main") : null;
+    if (!main) return;
+    const r = HALO.rng(seed() ^ 0x1a7);
+    main.style.boxSizing = "border-box";
+    main.style.paddingTop = (2 + r.int(9)) + "px";
+    main.style.paddingLeft = (2 + r.int(9)) + "px";
+  }
+
   function findCity(query) {
     // "austin", "Austin, TX", "austin tx", "78701": the first city the words name.
     const q = String(query || "").toLowerCase().replace(/[,]/g, " ").replace(/\s+/g, " ").trim();
@@ -80,6 +94,13 @@
       beds: function (a, b) { return b.beds - a.beds || a.price - b.price; },
       sqft: function (a, b) { return b.sqft - a.sqft; },
     }[s.sort];
+    if (!by && seed()) {
+      // Perturbed starts: "Homes for You" (the default, which no task's answer depends on) is a
+      // seeded order under a non-zero episode seed; seed 0 keeps the listing order.
+      const rank = {};
+      HALO.rng(seed()).shuffle(list.map(function (h) { return h.id; }).sort()).forEach(function (id, i) { rank[id] = i; });
+      return list.sort(function (a, b) { return rank[a.id] - rank[b.id]; });
+    }
     return by ? list.sort(by) : list;
   }
   function parsePrice(text) {
@@ -297,6 +318,7 @@
     }
     document.title = title;
     document.getElementById("app").innerHTML = header() + '<main class="page-' + r.kind + '">' + main + "</main>";
+    offsetLayout();
     HALO.restoreUi();
   }
 
@@ -399,6 +421,7 @@
           { contactAgentData: Object.assign({ formValues: form }, when ? { selectedDate: when } : {}) });
       });
       HALO.milestone("agent_contacted");
+      if (tour) HALO.milestone("tour_requested");
       HALO.patchView({ contact: null, focus: null });
       return;
     }

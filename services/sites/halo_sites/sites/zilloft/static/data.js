@@ -1,8 +1,8 @@
 /* Zilloft's data: 64 homes for sale, 8 in each of 8 cities, generated from `config.data_seed`
  * (default 0) by HALO.rng, so a task's facts (prices, agents, counts) are fixed for its data seed.
- * Ids are the city code and a number (aus1..aus8, sea1..). The episode `seed` is not used: the
- * goals tasks state must stay true. The state holds the current search (location, filters, sort),
- * the saved homes and the messages sent to agents. */
+ * Ids are the city code and a number (aus1..aus8, sea1..). The episode `seed` only adds distractors
+ * (below) and reorders the default sort (app.js): the goals tasks state stay true. The state
+ * holds the current search (location, filters, sort), the saved homes and the messages sent to agents. */
 (function () {
   "use strict";
 
@@ -26,6 +26,12 @@
       ["sfo", "San Francisco", "CA", 94102, 380, "east"],
     );
   }
+  /* Perturbed starts: a non-zero episode seed (read from storage like the dataset) adds a ninth city,
+   * Phoenix, AZ, with three distractor homes (phx1..phx3), after the others so their homes do not
+   * change. No task, REAL goal or eval script names Arizona or Phoenix; seed 0 has no such city. */
+  const SEED = Number((META && META.seed) || 0);
+  if (SEED) CITIES.push(["phx", "Phoenix", "AZ", 85004, 300, "river"]);
+  const DISTRACTOR_HOMES = 3;
   const STREETS = ["Maple Ave", "Oak St", "Cedar Ln", "Pine St", "Elm Dr", "Willow Way", "Birch Rd", "Lakeview Dr",
     "Sunset Blvd", "Hillcrest Rd", "Park Ave", "Magnolia St", "Juniper Ct", "Aspen Way", "Riverside Dr", "Highland Ave"];
   const AGENTS = [
@@ -69,7 +75,7 @@
       });
     });
     if (REAL) out.forEach(function (h) { Object.assign(h, REAL_FIXUPS[h.id] || {}); });
-    return out;
+    return out.filter(function (h) { return h.city !== "Phoenix" || Number(h.id.slice(3)) <= DISTRACTOR_HOMES; });
   }
   // Generated homes adjusted so that each REAL goal has an answer: a 3-bed 2-bath house in Long
   // Beach, a house under $350,000 in Los Angeles, a house under $1M in Boston.
