@@ -193,6 +193,7 @@ async def test_search_to_order_records_every_milestone_in_order(browser, sites_u
     assert list(state["progress"]) == [
         "search_results",
         "product_page",
+        "quantity_changed",
         "add_to_cart",
         "cart_page",
         "checkout",

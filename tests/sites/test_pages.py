@@ -53,6 +53,7 @@ async def test_gomail_diff_paths_and_milestones(browser, sites_url: str) -> None
     assert [e["id"] for e in state["differences"]["emails"]["added"]] == ["new-1"]
     assert [e["id"] for e in state["differences"]["emails"]["updated"]] == ["e01"]
     assert list(state["progress"]) == [
+        "email_deleted",
         "compose_opened",
         "recipient_filled",
         "subject_filled",
@@ -62,7 +63,7 @@ async def test_gomail_diff_paths_and_milestones(browser, sites_url: str) -> None
     # Milestones are never unset within an episode; /config clears them.
     await _click(page, "compose")
     await _click(page, "discard")
-    assert len((await page.evaluate("window.__HALO__.finish()"))["progress"]) == 5
+    assert len((await page.evaluate("window.__HALO__.finish()"))["progress"]) == 6
     await page.goto(f"{sites_url}/gomail/config")
     await page.wait_for_url(f"{sites_url}/gomail/")
     assert (await page.evaluate("window.__HALO__.finish()"))["progress"] == {}
@@ -88,6 +89,8 @@ async def test_gocalendar_delete_and_create_show_in_differences(browser, sites_u
     assert events["added"][0]["start"] == "2024-07-15T07:00:00" and events["added"][0]["end"] == "2024-07-15T08:00:00"
     assert state["initialfinaldiff"]["deleted"]["calendar"]["events"]["ev06"]["title"] == "Dentist appointment"
     assert set(state["progress"]) == {
+        "event_opened",
+        "event_deleted",
         "create_clicked",
         "title_entered",
         "datetime_set",

@@ -129,20 +129,26 @@
   // (written by /config) from storage itself.
   const META = JSON.parse(localStorage.getItem("halo:omnizon:meta") || "{}");
   const REAL = ((META && META.config) || {}).dataset === "real";
-  /* Perturbed starts: a non-zero episode seed (read from storage like the dataset) adds two of these
-   * clothing items, which no goal, REAL script or task search can reach (no pot, mat, book, ball,
+  /* Perturbed starts: a non-zero episode seed adds two of these clothing items to the catalog, which no goal, REAL script or task search can reach (no pot, mat, book, ball,
    * pillow, desk, chair, bed, apron, headphones, gaming ...); seed 0 adds none. */
   const DISTRACTOR_ROWS = [
     ["x01", "fashion", "Harbor Linen Button-Down Shirt, Sand", "Harbor", 29.99, 4.3, 2140, "shirt", "#d4a373", "shirt linen button-down men clothing"],
     ["x02", "fashion", "Meadow Women's Canvas Sneakers, White", "Meadow", 44.99, 4.4, 3380, "shoe", "#dee2e6", "sneakers canvas shoes women"],
     ["x03", "fashion", "Alpine Merino Wool Scarf", "Alpine", 22.99, 4.6, 1870, "beanie", "#6c757d", "scarf wool merino winter"],
   ];
-  const SEED = Number((META && META.seed) || 0);
   const CATALOG = (REAL ?
-    ROWS.filter(function (r) { return REAL_REPLACES.indexOf(r[0]) === -1; }).concat(REAL_ROWS) : ROWS)
-    .concat(SEED ? HALO.rng(SEED).shuffle(DISTRACTOR_ROWS).slice(0, 2) : []).map(product);
+    ROWS.filter(function (r) { return REAL_REPLACES.indexOf(r[0]) === -1; }).concat(REAL_ROWS) : ROWS).map(product);
+  const DISTRACTORS = DISTRACTOR_ROWS.map(product);
+  // Read at each call, not when the page loads: the environment rewinds a parked page into an
+  // episode of another seed without reloading it.
+  let seeded = { seed: 0, list: CATALOG };
+  function catalog() {
+    const seed = Number(HALO.meta().seed || 0);
+    if (seeded.seed !== seed) seeded = { seed: seed, list: seed ? CATALOG.concat(HALO.rng(seed).shuffle(DISTRACTORS).slice(0, 2)) : CATALOG };
+    return seeded.list;
+  }
   const BY_ID = {};
-  CATALOG.forEach(function (p) { BY_ID[p.id] = p; });
+  CATALOG.concat(DISTRACTORS).forEach(function (p) { BY_ID[p.id] = p; });
 
   function line(id, quantity) {
     const p = BY_ID[id];
@@ -163,7 +169,7 @@
     me: { name: "Alex Morgan", city: "Seattle 98101" },
     today: "2024-07-15",
     departments: DEPARTMENTS,
-    catalog: CATALOG,
+    get catalog() { return catalog(); },
     product: function (id) { return BY_ID[id] || null; },
     cents: cents,
     line: line,

@@ -26,12 +26,18 @@
       ["sfo", "San Francisco", "CA", 94102, 380, "east"],
     );
   }
-  /* Perturbed starts: a non-zero episode seed (read from storage like the dataset) adds a ninth city,
-   * Phoenix, AZ, with three distractor homes (phx1..phx3), after the others so their homes do not
-   * change. No task, REAL goal or eval script names Arizona or Phoenix; seed 0 has no such city. */
-  const SEED = Number((META && META.seed) || 0);
-  if (SEED) CITIES.push(["phx", "Phoenix", "AZ", 85004, 300, "river"]);
+  /* Perturbed starts: a non-zero episode seed adds one more city, Phoenix, AZ, with three distractor
+   * homes (phx1..phx3), generated after the others so their homes do not change. No task, REAL goal
+   * or eval script names Arizona or Phoenix; seed 0 has no such city. Read at each call, not when
+   * the page loads: the environment rewinds a parked page into an episode of another seed. */
+  const PHOENIX = ["phx", "Phoenix", "AZ", 85004, 300, "river"];
   const DISTRACTOR_HOMES = 3;
+  function episodeSeed() {
+    return Number(HALO.meta().seed || 0);
+  }
+  function cityList(seed) {
+    return seed ? CITIES.concat([PHOENIX]) : CITIES;
+  }
   const STREETS = ["Maple Ave", "Oak St", "Cedar Ln", "Pine St", "Elm Dr", "Willow Way", "Birch Rd", "Lakeview Dr",
     "Sunset Blvd", "Hillcrest Rd", "Park Ave", "Magnolia St", "Juniper Ct", "Aspen Way", "Riverside Dr", "Highland Ave"];
   const AGENTS = [
@@ -44,9 +50,9 @@
   const TYPE_FACTOR = { house: 1, townhome: 0.95, condo: 0.85, apartment: 0.8 };
   const COLORS = ["#c9d6df", "#f1e3cb", "#d8e2dc", "#f4d6cc", "#e0d4c8", "#cfd8e8", "#e9e4d4", "#dce8d0"];
 
-  function homes(dataSeed) {
+  function homes(dataSeed, seed) {
     const out = [];
-    CITIES.forEach(function (c, ci) {
+    cityList(seed).forEach(function (c, ci) {
       const r = HALO.rng(dataSeed * 1000 + ci + 1);
       const types = r.shuffle(TYPES);
       const used = {};
@@ -90,11 +96,14 @@
     collections: REAL ?
       { saved: "homes.saved", requestTours: { path: "tourRequests.requestTourList", keyed: true }, contactAgents: { path: "tourRequests.contactAgentList", keyed: true } } :
       { saved: "homes.saved", contactRequests: "contact.requests" },
-    cities: CITIES.map(function (c) { return { code: c[0], city: c[1], state: c[2], label: c[1] + ", " + c[2], slug: (c[1] + "-" + c[2]).toLowerCase().replace(/\s+/g, "-"), zip: c[3], water: c[5] }; }),
+    get cities() {
+      return cityList(episodeSeed()).map(function (c) { return { code: c[0], city: c[1], state: c[2], label: c[1] + ", " + c[2], slug: (c[1] + "-" + c[2]).toLowerCase().replace(/\s+/g, "-"), zip: c[3], water: c[5] }; });
+    },
     types: [["house", "Houses"], ["townhome", "Townhomes"], ["condo", "Condos/Co-ops"], ["apartment", "Apartments"]],
     homes: function () {
       const seed = Number((HALO.meta().config || {}).data_seed || 0);
-      if (!cache || cache.seed !== seed) cache = { seed: seed, list: homes(seed) };
+      const episode = episodeSeed() ? 1 : 0;
+      if (!cache || cache.seed !== seed || cache.episode !== episode) cache = { seed: seed, episode: episode, list: homes(seed, episode) };
       return cache.list;
     },
     initialState: function (seed, config) {
