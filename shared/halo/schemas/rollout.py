@@ -163,6 +163,9 @@ class Transition(Message):
     task_success: bool | None = None
     infra_error: bool = False
     episode_return: float | None = None  # episode groups: the return this transition is credited
+    # The page after this candidate's action (None when nothing ran): a step group's forks other than
+    # the kept one are closed after the step, so this hash is the only trace of where they led.
+    next_screenshot_sha256: str | None = None
 
 
 class EpisodeSummary(Message):

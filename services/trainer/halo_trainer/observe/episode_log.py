@@ -2,7 +2,8 @@
 groups show, and what the trackers' episode images are drawn from.
 
 One line per episode: its steps in order, and at each step every candidate of the step group
-(one for plain episodes) with the screenshot it acted on, its action, the model's raw answer
+(one for plain episodes) with the screenshot it acted on, the screenshot its action led to
+(``next_screenshot``: for a fork not continued, the only one kept), its action, the model's raw answer
 (cut to ``RAW_CHARS``), the parse error, the reward breakdown, the milestones that fired, its
 advantage in its group, the policy version that acted, and whether the episode continued from it.
 Screenshots are hashes in the ScreenshotStore. Every evaluation episode is recorded; training
@@ -42,6 +43,7 @@ def _candidate(t: Transition, advantage: float, kept: bool) -> dict[str, Any]:
         "policy_version": t.policy_version,
         "kept": kept,
         "task_success": t.task_success,
+        "next_screenshot": t.next_screenshot_sha256,
     }
 
 

@@ -188,6 +188,7 @@ def _transition(
         truncated=bool(res and res.truncated),
         task_success=res.info.get("task_success") if res is not None else None,
         infra_error=branch.infra_error,
+        next_screenshot_sha256=res.observation.screenshot.sha256 if res is not None else None,
     )
 
 
