@@ -18,11 +18,14 @@ from fastapi.responses import StreamingResponse
 
 from halo.logging import setup_logging
 from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas.promotion import PromoteRequest, PromoteResponse
 from halo.screenshots import ScreenshotStore
 from halo.service import ServiceError as HTTPError
 from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
+from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
+from halo_trainer.api.promotion import promote_version
 from halo_trainer.api.runs import RunManager, RunRefused
 from halo_trainer.observe.metrics import MetricsLog
 from halo_trainer.observe.viewer.folders import RunFolders
@@ -39,8 +42,11 @@ def _http_check(client: httpx.AsyncClient, url: str):
     return check
 
 
-def create_app(settings: TrainerSettings | None = None) -> FastAPI:
+def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSettings | None = None) -> FastAPI:
+    """``eval_settings``: where promoted adapters and evaluations live; by default the evaluation
+    settings on the trainer's own data folder, so the runs promoted are the runs this trainer wrote."""
     settings = settings or TrainerSettings()
+    evals = eval_settings or EvalSettings(data_dir=settings.data_dir)
     logger = setup_logging("trainer", settings.log_level)
     log_settings(settings, logger)
 
@@ -74,7 +80,14 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
     app = FastAPI(title="HALO trainer", lifespan=lifespan)
     install_error_handlers(app)
     # The run viewer (/ui) reads run folders and screenshots only; its page uses /runs/{id}/events.
-    mount_viewer(app, RunFolders(settings.runs_dir), ScreenshotStore(settings.screenshots_dir), live=True)
+    mount_viewer(
+        app,
+        RunFolders(settings.runs_dir),
+        ScreenshotStore(settings.screenshots_dir),
+        live=True,
+        evals_dir=evals.results_dir,
+        token_required=bool(settings.api_token.get_secret_value()),
+    )
     # One client for every readiness probe, made once: making one loads the CA bundle on the event
     # loop (0.5 s on a loaded 2-core machine), and a client per check per /ready stalled the whole
     # trainer, /health included, for seconds. No keep-alive: every probe tests a fresh connection.
@@ -131,6 +144,14 @@ def create_app(settings: TrainerSettings | None = None) -> FastAPI:
         status = await known_run(run_id, mgr)
         await mgr.stop(run_id)
         return status
+
+    @app.post(
+        "/runs/{run_id}/promote", response_model=PromoteResponse, dependencies=[Depends(authorize)], tags=["runs"]
+    )
+    async def promote_run(run_id: str, body: PromoteRequest) -> PromoteResponse:
+        """Copy the run's adapter version (default: its newest) to its mode (default: its algorithm's),
+        as `halo modes promote <mode> --run <run_id> [--version k]` does."""
+        return await asyncio.to_thread(promote_version, evals, run_id, body)
 
     @app.get("/runs/{run_id}/metrics", tags=["runs"])
     async def run_metrics(run_id: str, request: Request) -> list[dict]:
