@@ -1,5 +1,6 @@
 """Serve the viewer on one finished run folder (or a folder of them), without Redis or the trainer:
-``python -m halo_trainer.observe.viewer <run folder> [--port 8090] [--screenshots <dir>]`` (``halo view``)."""
+``python -m halo_trainer.observe.viewer <run folder> [--port 8090] [--screenshots <dir>] [--evals <dir>]``
+(``halo view``)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from halo.screenshots import ScreenshotStore
+from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.observe.viewer.folders import RunFolders
 from halo_trainer.observe.viewer.routes import mount_viewer
 
 
-def build_app(folder: Path, screenshots: Path) -> FastAPI:
+def build_app(folder: Path, screenshots: Path, evals: Path | None = None) -> FastAPI:
     app = FastAPI(title="HALO run viewer")
-    mount_viewer(app, RunFolders(folder), ScreenshotStore(screenshots), live=False)
+    mount_viewer(app, RunFolders(folder), ScreenshotStore(screenshots), live=False, evals_dir=evals)
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
@@ -34,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8090)
     parser.add_argument("--screenshots", type=Path, default=None, help="the screenshot store (default: the trainer's)")
+    parser.add_argument(
+        "--evals", type=Path, default=None, help="the evaluations' folder (default: halo eval's, <data_dir>/eval)"
+    )
     args = parser.parse_args(argv)
     folder = args.folder.resolve()
     runs = RunFolders(folder)
@@ -43,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     screenshots = args.screenshots or TrainerSettings().screenshots_dir
     sys.stdout.write(f"viewer of {folder}: http://{args.host}:{args.port}/ui/\n")
     sys.stdout.flush()
-    uvicorn.run(build_app(folder, screenshots), host=args.host, port=args.port, log_level="warning")
+    evals = args.evals or EvalSettings().results_dir
+    uvicorn.run(build_app(folder, screenshots, evals), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

@@ -1,9 +1,12 @@
 """The run viewer's routes (``/ui``): read-only, from run folders and the screenshot store alone.
 
 Everything it shows comes from files a run writes (status.json, config.json, metrics.jsonl,
-eval.jsonl, episodes.jsonl, an MCTS run's trees/*.json: ``trees.py``) and screenshots by hash, so a finished run copied from another machine
+eval.jsonl, episodes.jsonl, an MCTS run's trees/*.json: ``trees.py``), evaluation folders
+(``evals.py``) and screenshots by hash, so a finished run copied from another machine
 is shown the same way (``python -m halo_trainer.observe.viewer <run folder>``). Inside the trainer the
-page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws.
+page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws, and its
+run controls (start, stop, promote) call the run API itself: every mutation goes through the API's
+own validation and bearer token, none through these routes.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from fastapi import APIRouter, FastAPI, Response
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from halo import modes as agent_modes
 from halo.screenshots import ScreenshotStore
 from halo_trainer.observe.episode_log import read_episodes
 from halo_trainer.observe.filmstrip import draw_action
+from halo_trainer.observe.viewer.evals import EvalFolders, eval_router
 from halo_trainer.observe.viewer.folders import RunFolders, finite, json_lines, missing
 from halo_trainer.observe.viewer.trees import tree_router
 
@@ -45,8 +50,16 @@ def summary(folder: Path) -> dict[str, Any]:
     }
 
 
-def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> APIRouter:
-    """``live``: the run API (``/runs/{id}/events``) is served beside the viewer."""
+def adapter_versions(folder: Path) -> list[int]:
+    adapters = folder / "adapters"
+    if not adapters.is_dir():
+        return []
+    return sorted(int(p.name[1:]) for p in adapters.glob("v*") if p.name[1:].isdigit() and p.is_dir())
+
+
+def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool, token_required: bool = False) -> APIRouter:
+    """``live``: the run API (``/runs/{id}/events``, start, stop, promote) is served beside the viewer;
+    ``token_required``: its mutations need the bearer token (the page asks for it, never this route)."""
     router = APIRouter(prefix="/ui", tags=["viewer"])
     index = (STATIC / "index.html").read_text()
 
@@ -57,7 +70,7 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
 
     @router.get("/api/info")
     async def info() -> dict[str, Any]:
-        return {"live": live}
+        return {"live": live, "token_required": token_required}
 
     @router.get("/api/runs")
     async def list_runs() -> list[dict[str, Any]]:
@@ -68,6 +81,15 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
         if (folder := runs.folder(run_id)) is None:
             return missing(f"no run {run_id!r} in this viewer's run folders")
         return JSONResponse({**summary(folder), "config": json.loads((folder / "config.json").read_text())})
+
+    @router.get("/api/runs/{run_id}/adapters")
+    async def adapters(run_id: str) -> Response:
+        """The adapter versions the run saved, and the agent mode its algorithm's adapters go to."""
+        if (folder := runs.folder(run_id)) is None:
+            return missing(f"no run {run_id!r} in this viewer's run folders")
+        algorithm = json.loads((folder / "config.json").read_text()).get("run", {}).get("algorithm")
+        mode = next((m.name for m in agent_modes.MODES.values() if m.algorithm and m.algorithm == algorithm), None)
+        return JSONResponse({"versions": adapter_versions(folder), "mode": mode})
 
     @router.get("/api/runs/{run_id}/metrics")
     async def metrics(run_id: str) -> Response:
@@ -132,7 +154,17 @@ def viewer_router(runs: RunFolders, store: ScreenshotStore, *, live: bool) -> AP
     return router
 
 
-def mount_viewer(app: FastAPI, runs: RunFolders, store: ScreenshotStore, *, live: bool) -> None:
-    app.include_router(viewer_router(runs, store, live=live))
+def mount_viewer(
+    app: FastAPI,
+    runs: RunFolders,
+    store: ScreenshotStore,
+    *,
+    live: bool,
+    evals_dir: Path | None = None,
+    token_required: bool = False,
+) -> None:
+    """``evals_dir``: the evaluations' folder (EvalSettings.results_dir); None shows none."""
+    app.include_router(viewer_router(runs, store, live=live, token_required=token_required))
     app.include_router(tree_router(runs))
+    app.include_router(eval_router(EvalFolders(evals_dir)))
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="viewer-static")

@@ -1,5 +1,6 @@
 // The run viewer: runs, live curves, episodes as filmstrips and step groups, an MCTS run's search
-// trees (trees.js). No build step:
+// trees (trees.js), run controls (controls.js), runs compared (compare.js), evaluations (evals.js).
+// No build step:
 // plain browser JavaScript and the vendored uPlot (static/vendor/uplot, its version and licence beside it).
 "use strict";
 
@@ -55,12 +56,15 @@ function fmt(v) {
 
 async function runsPage() {
   document.getElementById("crumbs").textContent = "";
-  const runs = await getJSON("/ui/api/runs");
-  if (!runs.length) return show(el("p", { class: "muted" }, "No runs yet."));
+  const [runs, info] = await Promise.all([getJSON("/ui/api/runs"), viewerInfo()]);
+  // Starting a run needs the run API, served only beside the trainer's viewer.
+  const controls = info.live ? [info.token_required ? tokenBar() : "", startForm()] : [];
+  if (!runs.length) return show(...controls, el("p", { class: "muted" }, "No runs yet."));
   const rows = runs.map((r) =>
     el(
       "tr",
       { "data-run": r.run_id },
+      el("td", {}, el("input", { type: "checkbox", class: "pick", value: r.run_id, "aria-label": `pick ${r.run_id}` })),
       el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}` }, r.run_id)),
       el("td", {}, r.state),
       el("td", {}, r.algorithm),
@@ -71,8 +75,17 @@ async function runsPage() {
       el("td", {}, fmt(r.latest_metrics["eval/success_rate"])),
     ),
   );
-  const head = ["run", "state", "algorithm", "domain", "episodes", "version", "mean reward", "held-out success"];
-  show(el("table", { id: "runs" }, el("tr", {}, ...head.map((h) => el("th", {}, h))), ...rows));
+  const head = ["", "run", "state", "algorithm", "domain", "episodes", "version", "mean reward", "held-out success"];
+  show(...controls, el("h3", {}, "Runs"), el("table", { id: "runs" }, el("tr", {}, ...head.map((h) => el("th", {}, h))), ...rows), el("p", {}, compareButton()));
+}
+
+// A run's curve points: metrics.jsonl's lines, and the evaluation before the first update (update
+// 0), which is in eval.jsonl only: its point starts the held-out curve.
+function runLines(m) {
+  const updates = new Set(m.metrics.map((l) => l.update));
+  const lines = m.eval.filter((e) => !updates.has(e.update)).concat(m.metrics);
+  lines.sort((a, b) => a.update - b.update);
+  return lines;
 }
 
 function chartData(lines, names, xAxis) {
@@ -136,6 +149,8 @@ async function runPage(runId) {
   const episodesTable = el("table", { id: "episodes" });
   const treesBox = el("div", {});
   const state = el("span", { id: "state" }, run.state);
+  const controlsBox = el("div", {});
+  let controlsFor = null;
   const toggle = el("button", { id: "x-axis" }, "x: by wall-clock");
   const refresh = async () => {
     const [m, episodes, now] = await Promise.all([
@@ -144,11 +159,13 @@ async function runPage(runId) {
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}`),
     ]);
     state.textContent = now.state;
-    // The evaluation before the first update (update 0) is in eval.jsonl only: its point starts the held-out curve.
-    const updates = new Set(m.metrics.map((l) => l.update));
-    const lines = m.eval.filter((e) => !updates.has(e.update)).concat(m.metrics);
-    lines.sort((a, b) => a.update - b.update);
-    drawCharts(charts, lines, xAxis);
+    // The controls follow the state (no Stop once the run is over) and the adapters saved so far.
+    const key = `${now.state}/${now.policy_version}`;
+    if (key !== controlsFor) {
+      controlsFor = key;
+      controlsBox.replaceChildren(await runControls(runId, now, () => refresh().catch(() => {})));
+    }
+    drawCharts(charts, runLines(m), xAxis);
     const head = ["episode", "purpose", "task", "update", "version", "steps", "return", "success"];
     episodesTable.replaceChildren(el("tr", {}, ...head.map((h) => el("th", {}, h))), ...episodeRows(runId, episodes.slice(-200).reverse()));
     if (run.algorithm === "mcts") treesBox.replaceChildren(await treesSection(runId));
@@ -163,6 +180,7 @@ async function runPage(runId) {
     el("h2", {}, runId),
     el("p", {}, "state: ", state, ` · ${run.algorithm} on ${run.domain} · policy v${run.policy_version}`),
     run.error ? el("div", { class: "error" }, run.error) : "",
+    controlsBox,
     toggle,
     charts,
     treesBox,
@@ -213,6 +231,15 @@ async function episodePage(runId, episodeId) {
                 el("img", { src: frameUrl(runId, episodeId, s.step, i), alt: f.action_text, loading: "lazy" }),
                 el("div", {}, f.action_text),
                 el("div", {}, `r ${fmt(f.reward.total)} · A ${fmt(f.advantage)}`),
+                // Where the fork led: the only trace of a branch not continued (its session is closed).
+                el(
+                  "div",
+                  { class: "after" },
+                  el("span", {}, "next:"),
+                  f.next_screenshot
+                    ? el("img", { class: "next", src: `/ui/api/screenshots/${f.next_screenshot}.png`, alt: `after ${f.action_text}`, loading: "lazy" })
+                    : el("div", { class: "muted" }, f.action ? "not recorded" : "nothing ran"),
+                ),
               ),
             ),
           )
@@ -251,7 +278,12 @@ async function route() {
   window.haloViewer.ready = false;
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
-    if (parts[0] === "run" && parts[2] === "episode" && parts[3]) await episodePage(parts[1], parts[3]);
+    if (parts[0] === "compare") await comparePage((parts[1] || "").split(",").filter(Boolean));
+    else if (parts[0] === "evals") await evalsPage();
+    else if (parts[0] === "eval" && parts[2] === "episodes" && parts[4]) await evalEpisodesPage(parts[1], parts[3], parts[4]);
+    else if (parts[0] === "eval" && parts[2] === "episode" && parts[3]) await evalEpisodePage(parts[1], parts[3]);
+    else if (parts[0] === "eval" && parts[1]) await evalPage(parts[1]);
+    else if (parts[0] === "run" && parts[2] === "episode" && parts[3]) await episodePage(parts[1], parts[3]);
     else if (parts[0] === "run" && parts[2] === "tree" && parts[3]) await treePage(parts[1], parts[3]);
     else if (parts[0] === "run" && parts[1]) await runPage(parts[1]);
     else await runsPage();
