@@ -195,9 +195,9 @@
       const on = r.selectedCar === o.type;
       const promo = o.car.discount ? '<s class="was">' + money(o.priceWithoutDiscount) + "</s>" : "";
       return '<button class="opt' + (on ? " on" : "") + '" data-action="car" data-value="' + o.type + '" data-halo-id="ride-' + o.type + '" aria-pressed="' + on + '">' +
-        carArt(o.type) + '<span class="opt-main"><b>' + esc(o.car.name) + ' <span class="seats">' + personIcon() + o.car.seats + "</span></b><small>" +
-        (r.pickupDate ? esc(r.pickupDate) + " at " + esc(r.pickupTime) : o.car.eta + " min away") + " &middot; " + esc(o.car.description) + "</small>" +
-        (o.car.discount ? '<em class="promo">' + Math.round(o.car.discount * 100) + "% promotion applied</em>" : "") + "</span>" +
+        carArt(o.type) + '<span class="opt-main"><b>' + esc(o.car.name) + ' <span class="seats">' + personIcon() + o.car.seats + "</span></b>" +
+        (o.car.discount ? '<em class="promo">' + Math.round(o.car.discount * 100) + "% off</em>" : "") + "<small>" +
+        (r.pickupDate ? esc(r.pickupDate) + " at " + esc(r.pickupTime) : o.car.eta + " min away") + " &middot; " + esc(o.car.description) + "</small></span>" +
         '<span class="opt-price">' + money(o.finalPrice) + promo + "</span></button>";
     }).join("");
     const sel = r.selectedPaymentMethod;
@@ -284,7 +284,7 @@
     if (p) marks += '<circle cx="' + mx(p.x) + '" cy="' + my(p.y) + '" r="9" fill="#000"/><circle cx="' + mx(p.x) + '" cy="' + my(p.y) + '" r="3.5" fill="#fff"/>' + mapLabel(p, mx(p.x), my(p.y));
     if (d) marks += '<rect x="' + (mx(d.x) - 8) + '" y="' + (my(d.y) - 8) + '" width="16" height="16" fill="#000"/><rect x="' + (mx(d.x) - 3) + '" y="' + (my(d.y) - 3) + '" width="6" height="6" fill="#fff"/>' + mapLabel(d, mx(d.x), my(d.y));
     return '<svg class="map" width="1280" height="664" viewBox="0 0 1280 664" role="img" aria-label="Map of San Francisco"><rect width="1280" height="664" fill="#b7d3ea"/>' +
-      '<polygon points="' + land + '" fill="#eceee9"/>' + grid +
+      '<defs><clipPath id="land"><polygon points="' + land + '"/></clipPath></defs><polygon points="' + land + '" fill="#eceee9"/><g clip-path="url(#land)">' + grid +
       '<rect x="' + mx(0.02) + '" y="' + my(0.46) + '" width="' + (mx(0.46) - mx(0.02)) + '" height="' + (my(0.535) - my(0.46)) + '" fill="#cde3c3" rx="4"/>' +
       '<rect x="' + mx(0.22) + '" y="' + my(0.07) + '" width="' + (mx(0.5) - mx(0.22)) + '" height="' + (my(0.2) - my(0.07)) + '" fill="#cde3c3" rx="6"/>' +
       '<circle cx="' + mx(0.55) + '" cy="' + my(0.65) + '" r="26" fill="#d6e6cd"/><circle cx="' + mx(0.71) + '" cy="' + my(0.61) + '" r="9" fill="#cde3c3"/>' +
@@ -292,7 +292,7 @@
       '<polyline points="' + mx(0.3) + "," + my(0.0) + " " + mx(0.33) + "," + my(0.2) + " " + mx(0.33) + "," + my(0.46) + '" class="hwy"/>' +
       '<polyline points="' + mx(0.76) + "," + my(0.1) + " " + mx(0.76) + "," + my(0.55) + " " + mx(0.84) + "," + my(0.62) + " " + mx(0.88) + "," + my(1.0) + '" class="hwy"/>' +
       '<polyline points="' + mx(0.84) + "," + my(0.62) + " " + mx(0.97) + "," + my(0.4) + " " + mx(1.1) + "," + my(0.36) + '" class="hwy"/>' +
-      labels + marks + "</svg>";
+      "</g>" + labels + marks + "</svg>";
   }
   function mapLabel(pl, x, y) {
     const w = Math.min(260, 16 + pl.name.length * 7.2);
