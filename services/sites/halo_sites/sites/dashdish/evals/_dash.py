@@ -69,4 +69,4 @@ def amount(value):
 
 
 def report(ok):
-    print("SUCCESS" if ok else "FAILURE")
+    print("SUCCESS" if ok else "FAILURE")  # noqa: T201 (agisdk reads the verdict from stdout)

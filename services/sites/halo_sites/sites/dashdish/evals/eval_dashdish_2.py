@@ -2,7 +2,7 @@
 
 import sys
 
-from _dash import *  # noqa: F403
+from _dash import amount, answer, load, report
 
 data = load(sys.argv[1])
 report(amount(answer(data)) == 34.34)
