@@ -90,9 +90,12 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
     job = job_for(run_id=RUN, job_id=f"{RUN}-j0", group_id=f"{RUN}-j0", group_size=3)
     result = asyncio.run(run_job(services(), job))
     [record] = EpisodeLog(folder / "episodes.jsonl", 1, GroupMode.STEP, "dr_grpo").write(result, update=1)
-    # The stand-in env names its screenshots by hash only: store real PNGs and point the steps at them.
+    # The stand-in env names its screenshots by hash only: store real PNGs and point the steps (and
+    # where each fork led) at them.
     for i, step in enumerate(record["steps"]):
         step["screenshot"] = store.put(noise_png(640, 360, seed=i))
+        for j, candidate in enumerate(step["candidates"]):
+            candidate["next_screenshot"] = store.put(noise_png(320, 180, seed=50 + 10 * i + j))
     (folder / "episodes.jsonl").write_text(json.dumps(record) + "\n")
     return root, store.root, record
 
