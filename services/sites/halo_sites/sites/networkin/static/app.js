@@ -453,6 +453,7 @@
         p.liked = !p.liked;
         p.likes += p.liked ? 1 : -1;
       });
+      if (HALO.state().ui.feed.postDynamicData[id].liked) HALO.milestone("post_liked");
     } else if (action === "share") {
       HALO.milestone("share_opened");
       HALO.patchView({ modal: { kind: "share", postId: id, selected: [], note: "" } });
