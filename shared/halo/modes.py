@@ -145,7 +145,9 @@ def promote_run(mode_name: str, run_id: str, version: int | None, settings: Eval
     mode = get_mode(mode_name)
     source = run_adapter(settings.runs_dir, run_id, version)
     config = settings.runs_dir / run_id / "config.json"
-    algorithm = json.loads(config.read_text()).get("algorithm") if config.is_file() else None
+    saved = json.loads(config.read_text()) if config.is_file() else {}
+    # A run's config.json keeps its RunConfig under "run"; runs saved before that kept it at the top.
+    algorithm = (saved.get("run") or {}).get("algorithm") or saved.get("algorithm")
     if mode.algorithm and algorithm and algorithm != mode.algorithm:
         raise ModeError(f"run {run_id} is a {algorithm} run; mode {mode.name} takes a {mode.algorithm} run's adapter")
     return promote(mode_name, source, settings, run_id=run_id, version=int(source.name[1:]))

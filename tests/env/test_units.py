@@ -190,3 +190,22 @@ def test_a_state_is_rewound_only_into_its_own_clone_app_document():
     assert browser_state.rewind_url({"url": f"{app}finish", "page": {"app": app}}) is None
     assert browser_state.rewind_url({"url": app, "page": {"app": None}}) is None  # no render: not a clone
     assert browser_state.rewind_url({"url": app, "page": None}) is None
+
+
+def test_a_page_that_loaded_reals_data_is_not_rewound_into_a_local_task():
+    """The clones read `config.dataset` once, at load: the parked page's key carries it."""
+    app = "http://127.0.0.1:8300/omnizon/"
+
+    def state(config: dict) -> dict:
+        meta = json.dumps({"task_id": "t", "run_id": "0", "seed": 0, "config": config})
+        return {
+            "url": f"{app}#/",
+            "page": {"app": app, "local": {"halo:omnizon:meta": meta, "halo:omnizon:state": "{}"}},
+        }
+
+    real, local = browser_state.rewind_key(state({"dataset": "real"})), browser_state.rewind_key(state({}))
+    assert real == f"{app} dataset=real" and local == app and real != local
+    assert browser_state.rewind_key({"url": f"{app}#/", "page": {"app": app}}) == app  # no storage: the document
+    broken = {"url": f"{app}#/", "page": {"app": app, "local": {"halo:omnizon:meta": "{not json"}}}
+    assert browser_state.rewind_key(broken) == app
+    assert browser_state.rewind_key({"url": f"{app}finish", "page": {"app": app}}) is None

@@ -85,8 +85,13 @@ def test_promotion_refuses_what_is_not_an_adapter_or_a_mode_without_one(settings
 
 def test_a_run_is_promoted_only_to_the_mode_of_its_algorithm(settings):
     _adapter(settings.runs_dir / "g" / "adapters" / "v2")
-    (settings.runs_dir / "g" / "config.json").write_text(json.dumps({"algorithm": "grpo"}))
+    # The layout the run API writes: the RunConfig under "run", the trainer's settings beside it.
+    (settings.runs_dir / "g" / "config.json").write_text(json.dumps({"run": {"algorithm": "grpo"}, "trainer": {}}))
     with pytest.raises(ModeError, match="g is a grpo run; mode qwen3vl_mcts takes a mcts run's adapter"):
         promote_run("qwen3vl_mcts", "g", None, settings)
     target = promote_run("qwen3vl_grpo", "g", None, settings)
     assert json.loads((target / "promotion.json").read_text())["version"] == 2
+    _adapter(settings.runs_dir / "old" / "adapters" / "v1")  # a run saved before "run" existed
+    (settings.runs_dir / "old" / "config.json").write_text(json.dumps({"algorithm": "mcts"}))
+    with pytest.raises(ModeError, match="old is a mcts run"):
+        promote_run("qwen3vl_grpo", "old", None, settings)

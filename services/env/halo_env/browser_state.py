@@ -11,6 +11,7 @@ written into a page that shows the clone's app already, which re-renders itself 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from playwright.async_api import Page, Route
@@ -36,6 +37,25 @@ def rewind_url(state: dict[str, Any]) -> str | None:
     """The clone app document a page must show for ``rewind`` to rebuild ``state`` in it, if any."""
     app = (state.get("page") or {}).get("app")
     return app if isinstance(app, str) and state["url"].split("#")[0] == app else None
+
+
+def rewind_key(state: dict[str, Any]) -> str | None:
+    """What a parked page must match to be rewound into ``state``: its clone app document and the
+    data set the document built when it loaded. A clone reads ``config.dataset`` (REAL's data or its
+    own) once, at load, so a page loaded for a REAL task rewound into a local task of the same site
+    would keep REAL's catalog."""
+    app = rewind_url(state)
+    if app is None:
+        return None
+    for key, value in ((state.get("page") or {}).get("local") or {}).items():
+        if key.endswith(":meta"):
+            try:
+                dataset = (json.loads(value).get("config") or {}).get("dataset")
+            except (TypeError, ValueError, AttributeError):
+                dataset = None
+            if isinstance(dataset, str) and dataset:
+                return f"{app} dataset={dataset}"
+    return app
 
 
 async def rewind(lease: Lease, state: dict[str, Any]) -> None:

@@ -157,7 +157,8 @@ class BrowserPool:
         """A fresh (or cleared) context with one page; ``PoolExhausted`` after ``acquire_timeout_s``.
 
         With ``app_url``, a context parked at that clone app is preferred: then ``lease.app_url``
-        equals it (the caller rewinds the page instead of loading it); otherwise it is None."""
+        equals it (the caller rewinds the page instead of loading it); otherwise it is None. The
+        key is ``browser_state.rewind_key``'s: the app document and the data set it loaded."""
         if self._closing:
             raise PoolExhausted("the pool is shutting down")
         try:

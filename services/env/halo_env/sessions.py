@@ -157,8 +157,8 @@ class SessionManager(TaskLookup, SessionReaping):
             # loads nothing, so those children start at once: a step group's forks are one wave of
             # rewinds, not n/fork_parallelism (a parked page another call takes first means a load
             # outside the slots, bounded by n).
-            app_url = browser_state.rewind_url(rewind_to) if rewind_to is not None else None
-            rewinds = self.pool.parked_at(app_url) if app_url else 0
+            app_key = browser_state.rewind_key(rewind_to) if rewind_to is not None else None
+            rewinds = self.pool.parked_at(app_key) if app_key else 0
 
             async def child(i: int) -> ResetResponse:
                 async with contextlib.nullcontext() if i < rewinds else self._fork_slots:
@@ -217,7 +217,7 @@ class SessionManager(TaskLookup, SessionReaping):
         ``rewind_to`` is that state too, used instead when a page parked at its app is free, and
         ``like`` its observation when known (a rewound page that reads the same reuses its screenshot)."""
         t0 = time.perf_counter()
-        app_url = browser_state.rewind_url(rewind_to) if rewind_to is not None else None
+        app_url = browser_state.rewind_key(rewind_to) if rewind_to is not None else None
         try:
             lease = await self.pool.acquire(app_url)
         except PoolExhausted as exc:
@@ -385,7 +385,7 @@ class SessionManager(TaskLookup, SessionReaping):
                 await session.backend.teardown(session.lease.page)
             app_url = browser_state.rewind_url(session.checkpoint) if session.checkpoint else None
             if app_url and session.infra_errors == 0 and session.lease.page.url.split("#")[0] == app_url:
-                await self.pool.park(session.lease, app_url)
+                await self.pool.park(session.lease, browser_state.rewind_key(session.checkpoint))
             else:
                 await self.pool.release(session.lease, reusable=session.infra_errors == 0)
         metrics.SESSIONS.set(len(self._sessions))

@@ -40,12 +40,6 @@ def promote_version(settings: EvalSettings, run_id: str, request: PromoteRequest
         raise ServiceError(422, f"run {run_id!r} is a {algorithm} run: no agent mode serves its adapter")
     try:
         mode = agent_modes.get_mode(name)
-        # promote_run checks the algorithm against a top-level "algorithm" that a run's config.json
-        # keeps under "run": checked here too, so a grpo adapter never becomes the mcts mode.
-        if mode.algorithm and algorithm and mode.algorithm != algorithm:
-            raise agent_modes.ModeError(
-                f"run {run_id} is a {algorithm} run; mode {mode.name} takes a {mode.algorithm} run's adapter"
-            )
         target = agent_modes.promote_run(name, run_id, request.version, settings)
         _, served = agent_modes.promoted_adapter(mode, settings)
         record = agent_modes.promotion_record(mode, settings) or {}

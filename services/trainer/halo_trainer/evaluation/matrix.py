@@ -191,6 +191,7 @@ def _record(mode: str, task: str, seed: int, result: RolloutResult | None, infra
         "steps": ep.steps,
         "valid_actions": ep.valid_actions,
         "actions": ep.actions,
+        "screenshots": ep.screenshots,  # content hashes in the env's store: the viewer's filmstrip
     }
 
 
