@@ -71,6 +71,44 @@ PAGES: list[tuple[str, str, str | None, str, list[tuple[str, str, str]]]] = [
     ("zilloft-results", "zilloft", None, "#/homes/austin-tx", []),
     ("zilloft-filters", "zilloft", None, "#/homes/denver-co", [("click", "filter-beds", ""), ("click", "beds-3", "")]),
     ("zilloft-listing", "zilloft", None, "#/homedetails/sea1", [("click", "save-home", "")]),
+    ("dashdish-home", "dashdish", None, "#/", []),
+    ("dashdish-store", "dashdish", None, "#/store/wingstop", [("click", "item-ws-1", ""), ("click", "size-1", "")]),
+    (
+        "dashdish-checkout",
+        "dashdish",
+        None,
+        "#/store/tonys-pizzeria",
+        [
+            ("click", "item-tp-2", ""),
+            ("click", "size-2", ""),
+            ("click", "dialog-add", ""),
+            ("click", "add-tp-6", ""),
+            ("click", "nav-cart", ""),
+            ("click", "checkout", ""),
+            ("click", "delivery-express", ""),
+        ],
+    ),
+    ("dashdish-orders", "dashdish", "local.dashdish-2", "#/orders", []),
+    ("topwork-jobs", "topwork", None, "#/jobs", []),
+    ("topwork-talent", "topwork", None, "#/talent/developer", [("click", "invite-brandonmartinez", "")]),
+    (
+        "topwork-messages",
+        "topwork",
+        None,
+        "#/messages/alexrodriguez",
+        [("fill", "message-input", "Happy to help you get set up tomorrow!")],
+    ),
+    (
+        "topwork-post-job",
+        "topwork",
+        None,
+        "#/post-job",
+        [
+            ("fill", "job-title", "Financial Analyst"),
+            ("click", "category-accounting-and-consulting", ""),
+            ("click", "size-medium", ""),
+        ],
+    ),
 ]
 
 
