@@ -107,7 +107,11 @@
     const v = HALO.view();
     if (v.form) return v.form;
     const s = HALO.state().search;
-    return { destination: s.destination, checkIn: s.checkIn, checkOut: s.checkOut, rooms: s.rooms, guests: s.guests };
+    const r = route();
+    const h = r.kind === "hotel" && !s.destination ? hotelById(r.id) : null;
+    // On a hotel's page the dates bar starts with that hotel's destination.
+    const dest = h ? SITE.cities.filter(function (c) { return c.city === h.city; })[0].label : s.destination;
+    return { destination: dest, checkIn: s.checkIn, checkOut: s.checkOut, rooms: s.rooms, guests: s.guests };
   }
 
   // ---- pictures --------------------------------------------------------------------------------------
@@ -285,6 +289,13 @@
     });
     HALO.milestone("search_submitted");
     HALO.patchView({ form: null, error: "", focus: null, sort: "recommended" });
+    const here = route();
+    if (here.kind === "hotel" && (hotelById(here.id) || {}).city === city.city) {
+      // Dates added on a hotel's page: stay there and show the rooms with totals.
+      HALO.patchView({ roomError: "" });
+      render();
+      return;
+    }
     const q = new URLSearchParams({ destination: city.city + ", " + city.state, fromDate: inD, toDate: outD, rooms: String(f.rooms), guests: String(f.guests) });
     go("#/search?" + q.toString());
   }

@@ -291,7 +291,7 @@
       inner = '<div class="mhead"><b>' + (m.note === null ? "Add a note to your invitation?" : "Add a note") + '</b><button class="x" data-action="close" data-halo-id="invite-close" aria-label="Dismiss">&times;</button></div>' +
         (m.note === null ? "<p>Personalize your invitation to " + esc(p.name) + " by adding a note. NetworkIn members are more likely to accept invitations that include a note.</p>" +
           '<div class="mfoot"><button class="btn btn-outline" data-action="add-note" data-halo-id="invite-add-note">Add a note</button><button class="btn btn-primary" data-action="invite" data-halo-id="invite-send">Send without a note</button></div>' :
-          '<textarea class="note" data-halo-id="invite-note" data-field="note" maxlength="300" aria-label="Your note" placeholder="Ex: We know each other from...">' + esc(m.note) + '</textarea><div class="muted right">' + String(m.note).length + '/300</div>' +
+          '<textarea class="note" data-halo-id="invite-note" data-field="note" maxlength="300" aria-label="Your note" placeholder="Ex: We know each other from...">' + esc(m.note) + '</textarea><div class="muted right" data-count="note">' + String(m.note).length + '/300</div>' +
           '<div class="mfoot"><button class="btn btn-primary" data-action="invite" data-halo-id="invite-send">Send</button></div>');
     } else if (m.kind === "share") {
       const people = connections(st).map(personById).filter(Boolean);
@@ -495,6 +495,8 @@
     } else if (t.getAttribute("data-field") && view.modal) {
       view.modal[t.getAttribute("data-field")] = t.value;
       HALO.patchView({ modal: view.modal });
+      const count = document.querySelector('[data-count="note"]');
+      if (count) count.textContent = t.value.length + "/300";
       const btn = document.querySelector('[data-halo-id="post-submit"]');
       if (btn) btn.disabled = !t.value.trim();
     }
