@@ -17,6 +17,7 @@
   const GUESTS = [["Adults", "Ages 13 or above"], ["Children", "Ages 2 - 12"], ["Infants", "Under 2"], ["Pets", "Bringing a service animal?"]];
   const CATEGORIES = [["all", "All stays"], ["beach", "Beachfront"], ["city", "Cities"], ["mountain", "Mountains"], ["lake", "Lakes"], ["country", "Countryside"], ["jungle", "Tropical"]];
   const ROOM_CHOICES = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  const HOME_PAGE = 24; // stays on the home page before 'Show more': a page renders on every keystroke
   const CHATS = [["group", "Group chat: Sam, Priya, Jordan & you"], ["mom", "Mom"], ["jordan", "Jordan Lee"], ["sam", "Sam Ortiz"]];
   const SHARE_CHANNELS = [["copy", "Copy Link"], ["email", "Email"], ["messages", "Messages"], ["whatsapp", "WhatsApp"], ["messenger", "Messenger"], ["facebook", "Facebook"]];
 
@@ -256,8 +257,13 @@
   }
   function homePage(st, view) {
     const cat = view.category || "all";
-    const list = ordered(SITE.stays().filter(function (s) { return cat === "all" || s.scene === cat; }));
-    return categories(view) + '<div class="grid">' + list.map(function (s) { return card(st, s, null); }).join("") + "</div>";
+    // The home page mixes places: every place's first stay, then every second one, ...
+    const byRank = SITE.stays().filter(function (s) { return cat === "all" || s.scene === cat; }).map(function (s, i) { return [Number(s.id.slice(-1)), i, s]; })
+      .sort(function (a, b) { return a[0] - b[0] || a[1] - b[1]; }).map(function (x) { return x[2]; });
+    const list = ordered(byRank);
+    const shown = list.slice(0, view.shown || HOME_PAGE);
+    return categories(view) + '<div class="grid">' + shown.map(function (s) { return card(st, s, null); }).join("") + "</div>" +
+      (shown.length < list.length ? '<div class="more"><p>Continue exploring stays</p><button class="dark" data-action="more" data-halo-id="show-more">Show more</button></div>' : "");
   }
   function resultsPage(st) {
     const s = st.search;
@@ -667,7 +673,9 @@
       runSearch();
       return;
     } else if (action === "category") {
-      HALO.patchView({ category: value });
+      HALO.patchView({ category: value, shown: HOME_PAGE });
+    } else if (action === "more") {
+      HALO.patchView({ shown: (view.shown || HOME_PAGE) + HOME_PAGE });
     } else if (action === "filters-open") {
       const f = HALO.state().search.appliedFilters || {};
       HALO.patchView({ panel: null, modal: { kind: "filters" }, filters: { bedrooms: f.bedrooms || 0, beds: f.beds || 0, bathrooms: f.bathrooms || 0, amenities: (f.amenities || []).slice() } });
