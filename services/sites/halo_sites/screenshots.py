@@ -112,6 +112,22 @@ PAGES: list[tuple[str, str, str | None, str, list[tuple[str, str, str]]]] = [
     ),
     ("udriver-wallet", "udriver", None, "#/wallet", [("click", "add-funds", ""), ("click", "amount-50", "")]),
     ("udriver-trips", "udriver", None, "#/trips", []),
+    ("opendining-home", "opendining", None, "", []),
+    ("opendining-results", "opendining", None, "#/search/Italian", [("click", "time-toggle", "")]),
+    (
+        "opendining-restaurant",
+        "opendining",
+        "real-offline.opendining-20",
+        "#/restaurant/evening-delight",
+        [("click", "time-toggle", ""), ("click", "time-1700", "")],
+    ),
+    (
+        "opendining-booking",
+        "opendining",
+        None,
+        "#/restaurant/sakura-garden",
+        [("click", "slot-sakura-garden-1930", ""), ("click", "occasion", ""), ("click", "occasion-anniversary", "")],
+    ),
     ("topwork-jobs", "topwork", None, "#/jobs", []),
     ("topwork-talent", "topwork", None, "#/talent/developer", [("click", "invite-brandonmartinez", "")]),
     (
