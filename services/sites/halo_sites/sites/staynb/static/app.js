@@ -635,6 +635,13 @@
   function onClick(e) {
     const el = e.target.closest("[data-action]");
     const view = HALO.view();
+    const link = !el && e.target.closest('a[href^="#/"]');
+    if (link) {
+      // Render now rather than on the (asynchronous) hashchange, so the next action finds the page.
+      e.preventDefault();
+      go(link.getAttribute("href"));
+      return;
+    }
     if (!el) {
       // A click outside an open search panel closes it, as on the real site.
       if (view.panel && !e.target.closest(".panel") && !e.target.closest(".sbar")) {
