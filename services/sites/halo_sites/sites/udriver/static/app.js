@@ -220,7 +220,7 @@
     const loc = function (field, label) {
       const text = field === "pickup" ? view.pickupText : view.dropoffText;
       return '<div class="loc-row ' + field + '"><span class="mark ' + field + '"></span><input type="text" data-loc="' + field + '" data-halo-id="' + field + '" aria-label="' + label + '" placeholder="' + label + '" value="' + esc(text) + '" autocomplete="off">' +
-        (text ? '<button class="clear" data-action="clear" data-value="' + field + '" data-halo-id="clear-' + field + '" aria-label="Clear ' + label.toLowerCase() + '">&times;</button>' : "") + "</div>";
+        '<button class="clear" data-action="clear" data-value="' + field + '" data-halo-id="clear-' + field + '" aria-label="Clear ' + label.toLowerCase() + '"' + (text ? "" : " hidden") + ">&times;</button></div>";
     };
     return '<h1>Get a ride</h1><div class="locs"><div class="line"></div>' + loc("pickup", "Pickup location") + loc("dropoff", "Dropoff location") +
       '<div id="sugg-slot">' + suggestionsHtml(view) + "</div></div>" + whenHtml(view) +
@@ -373,8 +373,15 @@
   }
   function redrawSuggestions() {
     // Only the list: a full render while typing would replace the field being typed into.
+    const view = HALO.view();
     const slot = document.getElementById("sugg-slot");
-    if (slot) slot.innerHTML = suggestionsHtml(HALO.view());
+    if (slot) slot.innerHTML = suggestionsHtml(view);
+    // The clear buttons follow the typed text as a full render draws them, so a page rebuilt from
+    // storage (a fork, a rewind) shows exactly what the page that was typed into shows.
+    ["pickup", "dropoff"].forEach(function (field) {
+      const button = document.querySelector('[data-halo-id="clear-' + field + '"]');
+      if (button) button.hidden = !view[field + "Text"];
+    });
   }
 
   // ---- mutations -------------------------------------------------------------------------------
