@@ -54,13 +54,6 @@ def _solved_tasks() -> list[str]:
     return [t.id for t in load_tasks() if (SOLUTIONS_DIR / f"{t.id}.json").exists()]
 
 
-def _params(task_ids: list[str]) -> list:
-    """Every Playground task; of the other sites, `make test` takes the replay sample (first, middle,
-    last of each site's local and REAL tasks) and `make test-replay` the rest (marked full_replay)."""
-    playground = [t for t in task_ids if t.startswith("local.playground-")]
-    return playground + replay_params([t for t in task_ids if t not in playground])
-
-
 @dataclass
 class Stack:
     env: httpx.Client
@@ -183,7 +176,7 @@ SOLVED = _solved_tasks()
 
 
 @pytest.mark.parametrize(
-    "task_id", _params(SOLVED) or [pytest.param("none", marks=pytest.mark.skip(_missing() or "no solutions"))]
+    "task_id", replay_params(SOLVED) or [pytest.param("none", marks=pytest.mark.skip(_missing() or "no solutions"))]
 )
 def test_reference_solution_rewards_rise_and_each_milestone_fires_once(stack: Stack, task_id: str) -> None:
     from halo_sites.tasks import load_solution

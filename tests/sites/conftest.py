@@ -27,12 +27,13 @@ VIEWPORT = {"width": 1280, "height": 720}
 
 
 def replay_sample(task_ids: list[str]) -> set[str]:
-    """Each site's first, middle and last task by number (``local.gomail-3`` is gomail's 3): what
-    `make test` replays; `make test-replay` replays every task (the others are marked full_replay)."""
+    """What `make test` replays: every Playground task (the learning probes and end-to-end runs
+    train on them) and each other site's first, middle and last task by number (``local.gomail-3``
+    is gomail's 3); `make test-replay` replays every task (the others are marked full_replay)."""
     by_site: dict[str, list[str]] = {}
     for task_id in task_ids:
         by_site.setdefault(task_id.split(".", 1)[1].rsplit("-", 1)[0], []).append(task_id)
-    sample = set()
+    sample = set(by_site.pop("playground", []))
     for ids in by_site.values():
         ids.sort(key=lambda t: int(t.rsplit("-", 1)[1]))
         sample |= {ids[0], ids[len(ids) // 2], ids[-1]}

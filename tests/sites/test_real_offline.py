@@ -78,6 +78,9 @@ def test_the_replay_sample_covers_every_site_and_is_stable() -> None:
     ids = ["real-offline.a-1", "real-offline.a-10", "real-offline.a-2", "real-offline.a-3", "real-offline.b-7"]
     assert replay_sample(ids) == {"real-offline.a-1", "real-offline.a-3", "real-offline.a-10", "real-offline.b-7"}
     assert replay_sample(["local.a-1", "local.a-2"]) == {"local.a-1", "local.a-2"}
+    assert replay_sample([f"local.playground-{i}" for i in range(1, 13)]) == {
+        f"local.playground-{i}" for i in range(1, 13)
+    }
     sites = {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REAL_IDS}
     assert {t.removeprefix(REAL_PREFIX).rsplit("-", 1)[0] for t in REPLAYED_BY_MAKE_TEST} == sites
 

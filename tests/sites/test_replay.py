@@ -25,8 +25,7 @@ WRONG_DIR = Path(__file__).parent / "wrong_solutions"
 TASK_IDS = [t.id for t in load_tasks() if t.id.startswith(TASK_PREFIX)]  # REAL v2 offline: test_real_offline.py
 
 
-PLAYGROUND = [t for t in TASK_IDS if t.startswith("local.playground-")]
-REPLAY_PARAMS = PLAYGROUND + replay_params([t for t in TASK_IDS if t not in PLAYGROUND])
+REPLAY_PARAMS = replay_params(TASK_IDS)
 
 
 @pytest.mark.parametrize("task_id", REPLAY_PARAMS)
