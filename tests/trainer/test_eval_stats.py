@@ -6,15 +6,8 @@ import math
 
 import pytest
 
-from halo_trainer.evaluation.matrix import (
-    agisdk_results,
-    episode_seeds,
-    parser,
-    read_records,
-    run,
-    sample_tasks,
-    summarise,
-)
+from halo_trainer.evaluation.matrix import agisdk_results, parser, read_records, run, summarise
+from halo_trainer.evaluation.pool import episode_seeds, sample_tasks
 from halo_trainer.evaluation.report import markdown
 from halo_trainer.evaluation.stats import exact_mcnemar, mode_summary, paired_test, pass_hat_k, rate
 

@@ -15,7 +15,7 @@ from halo_env.backends.local import LocalCloneBackend
 from halo_env.backends.real import RealBackend
 from halo_env.registry import load_real_tasks
 from halo_trainer.api.task_sets import TaskSetError, choose_tasks
-from halo_trainer.evaluation.matrix import suite_pool
+from halo_trainer.evaluation.pool import suite_pool
 from tests.conftest import free_port
 from tests.env.fixtures import EnvServer, settings_for
 from tests.http_stub import OkHandler, ServedInThread
