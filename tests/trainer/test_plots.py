@@ -7,7 +7,15 @@ import json
 import matplotlib.pyplot as plt
 import pytest
 
-from halo_trainer.observe.plots import compare_figure, curve_figure, main, plot_run, plot_runs
+from halo_trainer.observe.plots import (
+    compare_figure,
+    curve_figure,
+    env_steps_by_update,
+    main,
+    methods_figure,
+    plot_run,
+    plot_runs,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -134,3 +142,60 @@ def test_cli_asks_for_out_with_several_runs(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([str(a), str(b)])
     assert exc.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+def _method_run(run_dir, algorithm: str, successes: list[int], steps_key: str, steps: float, created_at: float) -> None:
+    """A run folder of ``algorithm`` whose evaluation at update 2k had ``successes[k]`` of 4 and whose
+    every update took ``steps`` env steps (under ``steps_key``)."""
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(json.dumps({"created_at": created_at}))
+    (run_dir / "config.json").write_text(json.dumps({"run": {"algorithm": algorithm}}))
+    evals = [
+        {"update": 2 * k, "time": created_at + 60 * 2 * k, "eval/success_rate": s / 4, "eval/episodes": 4.0}
+        for k, s in enumerate(successes)
+    ]
+    train = [{"update": u, "time": created_at + 60 * u, steps_key: steps} for u in range(1, 2 * len(successes) - 1)]
+    (run_dir / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in train))
+
+
+def test_env_steps_count_searches_and_transitions_like_the_viewer():
+    assert env_steps_by_update([{"update": 2, "mcts/env_steps": 24.0}, {"update": 1, "mcts/env_steps": 20.0}]) == {
+        0: 0.0,
+        1: 20.0,
+        2: 44.0,
+    }
+    assert env_steps_by_update([{"update": 1, "rollout/transitions": 96.0}]) == {0: 0.0, 1: 96.0}
+
+
+def test_methods_pool_each_algorithms_runs_with_wilson_bands(tmp_path):
+    from halo_trainer.observe.metrics import wilson_interval
+
+    _method_run(tmp_path / "g0", "grpo", [0, 1, 4], "rollout/transitions", 90.0, 1000.0)
+    _method_run(tmp_path / "g1", "grpo", [0, 3, 2], "rollout/transitions", 96.0, 5000.0)
+    _method_run(tmp_path / "m0", "mcts", [0, 0], "mcts/env_steps", 96.0, 9000.0)  # stopped after update 2
+    _method_run(tmp_path / "m1", "mcts", [0, 2, 1], "mcts/env_steps", 96.0, 9900.0)
+    fig = methods_figure([tmp_path / name for name in ("g0", "g1", "m0", "m1")])
+    by_steps, by_minutes = fig.axes
+    pooled = {line.get_label().split(":")[0]: line for line in by_steps.get_lines() if line.get_label()[0] != "_"}
+    assert set(pooled) == {"grpo", "mcts"}
+    # grpo: rounds 0, 2, 4 with 0/8, 4/8, 6/8; env steps the runs' mean (0, 186, 372)
+    assert list(pooled["grpo"].get_ydata()) == [0.0, 0.5, 0.75]
+    assert list(pooled["grpo"].get_xdata()) == pytest.approx([0.0, 186.0, 372.0])
+    # mcts: round 4 is left out, one run never reached it; a round pools only runs that reached it
+    assert list(pooled["mcts"].get_ydata()) == [0.0, 0.25]
+    band = by_steps.collections[0].get_paths()[0].vertices[:, 1]
+    low, high = wilson_interval(4, 8)
+    assert min(abs(v - low) for v in band) < 1e-9 and min(abs(v - high) for v in band) < 1e-9
+    minutes = [line for line in by_minutes.get_lines() if line.get_label().startswith("grpo")][0]
+    assert list(minutes.get_xdata()) == pytest.approx([0.0, 2.0, 4.0])
+    plt.close(fig)
+
+
+def test_methods_plot_from_the_command_line(tmp_path, capsys):
+    _method_run(tmp_path / "g0", "grpo", [0, 1], "rollout/transitions", 90.0, 1000.0)
+    _method_run(tmp_path / "m0", "mcts", [0, 2], "mcts/env_steps", 96.0, 2000.0)
+    out = tmp_path / "methods.png"
+    main([str(tmp_path / "g0"), str(tmp_path / "m0"), "--methods", "--out", str(out)])
+    assert out.read_bytes().startswith(PNG_MAGIC)
+    assert str(out) in capsys.readouterr().out

@@ -2,9 +2,13 @@
 
 python -m halo_trainer.observe.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
 python -m halo_trainer.observe.plots RUN_DIR RUN_DIR ... [--minutes] --out compare.png   # runs on one plot
+python -m halo_trainer.observe.plots RUN_DIR ... --methods --out methods.png   # runs pooled per method
 
 With several run folders the figure is one plot of their held-out success curves (each with its
 95% interval), labelled by run and algorithm, so methods can be compared against wall time.
+``--methods`` pools the runs of each algorithm instead: at each evaluation round, the successes
+and episodes of all its runs give one rate with its Wilson band, drawn against the env steps the
+runs had taken (their mean) and against wall-clock minutes, each run's own curve faint beside it.
 """
 
 from __future__ import annotations
@@ -134,6 +138,86 @@ def compare_figure(run_dirs: list[Path], chance: float | None = None, minutes: b
     return fig
 
 
+def env_steps_by_update(metrics: list[dict]) -> dict[int, float]:
+    """Env steps a run had taken when update ``u`` ended: an MCTS iteration's searches count theirs
+    (``mcts/env_steps``), a GRPO update one per transition (each candidate runs in its own fork);
+    the same rule as the viewer's compare view."""
+    total, steps = 0.0, {0: 0.0}
+    for line in sorted(metrics, key=lambda m: m["update"]):
+        total += line.get("mcts/env_steps", line.get("rollout/transitions", 0.0))
+        steps[int(line["update"])] = total
+    return steps
+
+
+def methods_figure(run_dirs: list[Path], chance: float | None = None):
+    """Two axes (env steps, wall-clock minutes): per algorithm, the pooled greedy held-out success of
+    its runs at each evaluation round with its 95% Wilson band; each run faint. None without evaluations."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from halo_trainer.observe.metrics import wilson_interval
+
+    by_method: dict[str, list[tuple[list[dict], dict[int, float], float]]] = {}
+    for run_dir in map(Path, run_dirs):
+        evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
+        if evals:
+            steps = env_steps_by_update(_lines(run_dir / "metrics.jsonl"))
+            by_method.setdefault(_algorithm(run_dir), []).append((evals, steps, _created_at(run_dir, evals)))
+    if not by_method:
+        return None
+    fig, (by_steps, by_minutes) = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (method, runs) in enumerate(sorted(by_method.items())):
+        colour = colours[i % len(colours)]
+        rounds: dict[int, list[tuple[float, float, float, float]]] = {}  # update -> (hits, n, steps, minutes)
+        for evals, steps, start in runs:
+            for e in evals:
+                n = float(e["eval/episodes"])
+                at = steps.get(int(e["update"]), max(steps.values()))
+                rounds.setdefault(int(e["update"]), []).append(
+                    (e["eval/success_rate"] * n, n, at, (e["time"] - start) / 60)
+                )
+            ys = [e["eval/success_rate"] for e in evals]
+            faint = {"color": colour, "alpha": 0.25, "linewidth": 1}
+            by_steps.plot([steps.get(int(e["update"]), max(steps.values())) for e in evals], ys, "-", **faint)
+            by_minutes.plot([(e["time"] - start) / 60 for e in evals], ys, "-", **faint)
+        # A round counts only where every run of the method reached it, so each point pools all of them.
+        pooled = [r for _, r in sorted(rounds.items()) if len(r) == len(runs)]
+        hits = [round(sum(v[0] for v in r)) for r in pooled]
+        ns = [round(sum(v[1] for v in r)) for r in pooled]
+        rates = [h / n for h, n in zip(hits, ns, strict=True)]
+        low, high = (
+            zip(*(wilson_interval(h, n) for h, n in zip(hits, ns, strict=True)), strict=True) if pooled else ((), ())
+        )
+        label = f"{method}: {len(runs)} runs, {ns[0] if ns else 0} greedy episodes per point"
+        for ax, k in ((by_steps, 2), (by_minutes, 3)):
+            xs = [sum(v[k] for v in r) / len(r) for r in pooled]
+            ax.plot(xs, rates, "o-", color=colour, label=label)
+            ax.fill_between(xs, low, high, color=colour, alpha=0.15)
+    by_steps.set_xlabel("env steps in training (mean over the runs)")
+    by_minutes.set_xlabel("wall-clock minutes since each run was created (mean over the runs)")
+    for ax in (by_steps, by_minutes):
+        if chance is not None:
+            ax.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
+        ax.set_ylim(-0.02, 1.02)
+    by_steps.set_ylabel("held-out success (greedy), runs pooled; band: 95% Wilson")
+    by_steps.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, out: Path) -> Path | None:
+    import matplotlib.pyplot as plt
+
+    if fig is None:
+        return None
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return Path(out)
+
+
 def _algorithm(run_dir: Path) -> str:
     config = run_dir / "config.json"
     if config.exists():
@@ -164,6 +248,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--chance", type=float, help="draw this chance rate on the evaluation plot")
     parser.add_argument("--minutes", action="store_true", help="wall-clock minutes on the x axes")
+    parser.add_argument(
+        "--methods", action="store_true", help="pool each algorithm's runs: against env steps and wall-clock minutes"
+    )
     args = parser.parse_args(argv)
     for run_dir in args.run_dir:
         if not run_dir.is_dir():
@@ -175,7 +262,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.out is None:
         parser.error("several run folders make one comparison plot: give its file with --out")
-    target = plot_runs(args.run_dir, args.out, args.chance, args.minutes)
+    if args.methods:
+        target = _save(methods_figure(args.run_dir, args.chance), args.out)
+    else:
+        target = plot_runs(args.run_dir, args.out, args.chance, args.minutes)
     sys.stdout.write(f"{target or 'nothing to plot: no run folder has eval.jsonl lines yet'}\n")
 
 
