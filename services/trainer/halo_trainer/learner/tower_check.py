@@ -21,6 +21,7 @@ from typing import Any
 
 from halo.policy_client import PolicyClient
 from halo.schemas.rollout import SamplingParams
+from halo.transport import CallError
 from halo_model.lora import reaches_vision
 from halo_trainer.learner.prompt_check import PromptCheckFailed, blank_screenshot
 
@@ -38,6 +39,11 @@ READY_TIMEOUT_S = 600.0
 
 class TowerLoraIgnored(PromptCheckFailed):
     """The policy server drops the vision-side keys of a run's adapter (no tower LoRA)."""
+
+
+class TowerCheckUnanswered(PromptCheckFailed):
+    """The policy server could not be asked whether it applies vision-side LoRA (down, or not ready
+    in time): the run is refused as a setup problem, with the reason, rather than failing later."""
 
 
 def probe_adapter(learner: Any, directory: Path, seed: int = 0) -> Path:
@@ -110,14 +116,23 @@ async def tower_lora_problem(
     )
 
 
-async def check_tower_lora(policy: PolicyClient, learner: Any, cfg: Any, run_dir: Path) -> None:
+async def check_tower_lora(
+    policy: PolicyClient, learner: Any, cfg: Any, run_dir: Path, timeout_s: float = READY_TIMEOUT_S
+) -> None:
     """Before any job of a run (``cfg``: its ``RunConfig``) whose ``lora_target`` reaches the vision side: refuse it
-    (``TowerLoraIgnored``) unless the policy server applies vision-side LoRA. Unlike the prompt
-    check, it waits for a server that is still starting: skipping it would let the run train
+    (``TowerLoraIgnored``) unless the policy server applies vision-side LoRA, and refuse it
+    (``TowerCheckUnanswered``) when the server cannot be asked within ``timeout_s``. Unlike the
+    prompt check, it waits for a server that is still starting: skipping it would let the run train
     against one that drops its adapter's vision weights."""
     if not reaches_vision(cfg.lora_target):
         return
-    await policy.wait_ready(timeout_s=READY_TIMEOUT_S)
-    problem = await tower_lora_problem(policy, learner, cfg.sampling, run_dir / "tower_probe")
+    try:
+        await policy.wait_ready(timeout_s=timeout_s)
+        problem = await tower_lora_problem(policy, learner, cfg.sampling, run_dir / "tower_probe")
+    except CallError as exc:
+        raise TowerCheckUnanswered(
+            f"lora_target={cfg.lora_target} needs the policy server to apply vision-side LoRA, and it could not "
+            f"be asked ({exc}); start it (`halo stack up`, or Compose's policy service) and start the run again"
+        ) from exc
     if problem is not None:
         raise TowerLoraIgnored(problem)
