@@ -433,3 +433,38 @@ async def test_a_node_whose_tried_actions_all_ended_the_episode_widens_at_once(t
     tree = result.tree
     assert len(tree.root.children) == 3 and all(ch.terminal for ch in tree.children(0))
     assert tree.record.env_steps == len(env.steps) == 3 and env.sessions == {}
+
+
+# --- rollout depth -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("depth, steps_per_simulation", [(0, 1), (1, 2)])
+async def test_the_rollout_depth_bounds_each_rollout_and_the_rest_of_the_budget_grows_the_tree(
+    tmp_path, depth, steps_per_simulation
+):
+    env = SnapshotEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=6, widening=0.5, max_children=4, max_depth=3, rollout_depth=depth),
+        tmp_path,
+    )
+    tree = result.tree
+    # each simulation: one expansion (a new node), then at most `depth` rollout steps; the task is
+    # asked for its verdict where the rollout stops
+    assert tree.record.env_steps == len(env.steps) == 6 * steps_per_simulation
+    assert len(tree.record.nodes) == 1 + 6
+    if depth == 0:  # no rollout: every new node that did not end the episode is asked at once
+        assert env.validations == sum(not n.terminal for n in tree.record.nodes[1:]) > 0
+    assert env.sessions == {}
+
+
+async def test_without_a_rollout_depth_rollouts_run_to_max_depth(tmp_path):
+    env = SnapshotEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=1, widening=0.5, max_children=4, max_depth=3, rollout_depth=None),
+        tmp_path,
+    )
+    assert result.tree.record.env_steps == 1 + 2  # the child, then two rollout steps to depth 3

@@ -225,6 +225,11 @@ KNOBS: tuple[Knob, ...] = (
          "Env steps a search may take (expansions and rollouts); it stops at the first simulation that "
          "would start past it and cuts a rollout there; 0 = only simulations bound it",
          "env steps"),
+    Knob("rollout_depth", "mcts", _int(0, 1000) | None, None,
+         "Actions a rollout takes past a new child before the task is asked for its verdict (max_depth and the "
+         "budget bound it too); 0 = no rollout, every env step of a search becomes a tree node; null = to "
+         "max_depth (Agent Q)",
+         "actions", before=None),
     Knob("alpha", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
          "Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 "
          "weighs search and critic equally"),

@@ -17,7 +17,8 @@ the simulation ends there without a value. The search, with progressive widening
         execute the most proposed untried action in s0; reward it; snapshot the child
         the critic scores the leaf's tried actions (all of them: a ranking is relative); tree.add_child
         success, rewards = rollout from the child with the current policy to a terminal state,
-                           max_depth or the budget (the task's validated success, 1/0, and the rewards)
+                           max_depth, rollout_depth actions or the budget (the task's validated
+                           success, 1/0, and the rewards; rollout_depth 0: the child's verdict)
         tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
     tree.save(<run>/trees)
 
@@ -358,8 +359,8 @@ class _Search:
     # -- rollout ------------------------------------------------------------------------------------
     async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> tuple[float, float] | None:
         """The value of ``child`` as (success 1/0, the rollout's rewards): its success if terminal,
-        else a rollout's from it with the current policy (one sample per step) to a terminal state or
-        ``max_depth``; None on an infra failure."""
+        else a rollout's from it with the current policy (one sample per step) to a terminal state,
+        ``max_depth`` or ``rollout_depth`` actions past the child; None on an infra failure."""
         tree, node = self.tree, self.tree.node(child)
         if node.terminal:
             return float(bool(node.success)), 0.0
@@ -368,8 +369,11 @@ class _Search:
             obs = await self.reenter(child)
             session = obs.session_id
         history, depth, ret, parent = list(node.history), node.depth, 0.0, self.edge[child]
+        limit = self.cfg.max_depth
+        if self.cfg.rollout_depth is not None:
+            limit = min(limit, node.depth + self.cfg.rollout_depth)
         try:
-            while depth < self.cfg.max_depth and self.steps_left() != 0:
+            while depth < limit and self.steps_left() != 0:
                 [cand], _, _ = await sample_candidates(self.svc, self.job, obs, history, 1, depth, episode=sim)
                 tid = f"{self.search_id}-x{sim}-r{depth}"
                 branch = await execute_candidate(
