@@ -12,7 +12,7 @@ from halo.settings.policy import GPU_DEFAULT_MODEL
 from halo.settings.trainer import LearnerConfig, TrainerSettings
 from halo_model.tiny import default_model_dir
 from halo_trainer.api.runs import learner_model, same_model
-from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, load_defaults, profile_for, resolve
 
 
 def test_seed_hyperparameters_are_the_defaults():
@@ -193,3 +193,44 @@ def test_the_learner_scores_at_the_runs_temperature():
     assert learner.config.temperature == 0.7
     assert learner.logprob_fn.func is grouped_logprobs and learner.logprob_fn.keywords == {"temperature": 0.7}
     assert learner.config.tis_cap == cfg.tis_cap == 2.0
+
+
+# --- a run defaults file that cannot serve runs ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("grpo:\n  learning_rate: 1.0e-06\nmcts:\n  rollout_depthh: 1\n", "mcts.rollout_depthh is not a knob"),
+        ("grpo:\n  learning_rate: fast\nprofiles:\n  tiny: {}\n", "learning_rate"),
+        ("grpo: [unclosed\n", "not usable"),
+        ("just a string\n", "holds no sections"),
+        ("grpo:\n  episodes: 10\nprofiles:\n  other: {}\n", "profile 'tiny' is not in"),
+    ],
+    ids=["unknown-knob", "wrong-type", "not-yaml", "no-sections", "no-profile"],
+)
+def test_a_broken_run_defaults_file_is_told_with_what_is_wrong(tmp_path, text, named):
+    path = tmp_path / "rl_config.yaml"
+    path.write_text(text)
+    with pytest.raises(DefaultsError, match=named) as refused:
+        checked_defaults(path, "tiny")
+    assert str(path) in str(refused.value)
+
+
+def test_the_shipped_run_defaults_file_passes_for_both_targets():
+    for target in ("cpu", "gpu"):
+        assert checked_defaults("configs/rl_config.yaml", profile_for(target))["grpo"]
+
+
+def test_the_trainer_refuses_to_start_on_a_broken_run_defaults_file(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "rl_config.yaml"
+    path.write_text("mcts:\n  not_a_knob: 1\n")
+    env = os.environ | {"HALO_TRAINER_RL_CONFIG": str(path), "HALO_TRAINER_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "halo_trainer"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("halo_trainer: the run defaults file") and "mcts.not_a_knob" in done.stderr
+    assert "Traceback" not in done.stderr

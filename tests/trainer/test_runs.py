@@ -95,6 +95,17 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
     assert (await api.client.post("/runs/nope/stop")).status_code == 404
 
 
+async def test_a_run_defaults_file_broken_after_start_is_a_503_saying_so(api: Api, tmp_path):
+    broken = tmp_path / "rl_config.yaml"
+    broken.write_text("mcts:\n  rollout_depthh: 1\n")  # e.g. a knob a newer checkout added, misspelt
+    api.manager.settings = api.manager.settings.model_copy(update={"rl_config": str(broken)})
+    response = await api.client.post("/runs", json={"domain": "playground"})
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert "mcts.rollout_depthh is not a knob" in error and "restart the trainer" in error
+    assert await api.manager.registry.all() == []
+
+
 async def test_a_run_is_created_reports_its_progress_is_stopped_and_frees_the_trainer(api: Api):
     body = {"domain": "playground", "episodes": 1000, "eval_every": 0, "name": "manager"}
     response = await api.client.post("/runs", json=body)

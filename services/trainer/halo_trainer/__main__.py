@@ -10,6 +10,13 @@ if __name__ == "__main__":
         # Checked before the service's heavy imports: a clear line and a non-zero exit, no traceback.
         sys.stderr.write(f"halo_trainer: {problem}\n")
         sys.exit(2)
+    from halo_trainer.config import DefaultsError, checked_defaults, profile_for
+
+    try:  # every run reads it: a broken file stops the trainer here, not each run's request
+        checked_defaults(settings.rl_config, profile_for(settings.target))
+    except DefaultsError as exc:
+        sys.stderr.write(f"halo_trainer: {exc}\n")
+        sys.exit(2)
     import uvicorn
 
     from halo_trainer.api.app import create_app

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from halo.schemas import Algorithm, RunSpec, SamplingParams, knobs
 from halo.settings import REPO_ROOT
@@ -98,6 +107,29 @@ def load_defaults(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     p = p if p.is_absolute() else REPO_ROOT / p
     return yaml.safe_load(p.read_text())
+
+
+class DefaultsError(ValueError):
+    """The run defaults file cannot serve runs (unreadable, not YAML, or naming what is no knob)."""
+
+
+def checked_defaults(path: str | Path, profile: str | None) -> dict[str, Any]:
+    """The run defaults file, read and checked with ``profile`` (every key a knob, every value of
+    its knob's type): a trainer checks it at start and before each run, so a broken file is told
+    as such instead of failing the run's request."""
+    try:
+        defaults = load_defaults(path)
+        if not isinstance(defaults, dict):
+            raise ValueError("it holds no sections")
+        values = resolved_values({}, defaults, profile)
+        for k in knobs.KNOBS:
+            try:
+                TypeAdapter(k.type).validate_python(values[k.name])
+            except ValidationError as exc:
+                raise ValueError(f"{k.name}: {exc.errors()[0]['msg']} (got {values[k.name]!r})") from exc
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise DefaultsError(f"the run defaults file {path} is not usable: {exc}") from exc
+    return defaults
 
 
 def _file_values(defaults: dict[str, Any]) -> dict[str, Any]:

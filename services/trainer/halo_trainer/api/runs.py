@@ -31,7 +31,7 @@ from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
-from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve
+from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve
 from halo_trainer.learner.prompt_check import PromptCheckFailed
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.observe.trackers import Trackers
@@ -156,7 +156,11 @@ class RunManager:
         run_id = new_run_id(spec)
         run_dir = self.settings.runs_dir / run_id
         profile = profile_for(self.settings.target)
-        cfg = resolve(spec, run_id, chosen.tasks, load_defaults(self.settings.rl_config), profile)
+        try:
+            defaults = checked_defaults(self.settings.rl_config, profile)
+        except DefaultsError as exc:  # the trainer's setup, not the request: fix the file, restart
+            raise RunRefused(503, f"{exc}; fix it (HALO_TRAINER_RL_CONFIG) and restart the trainer") from exc
+        cfg = resolve(spec, run_id, chosen.tasks, defaults, profile)
         if cfg.mcts is not None:
             try:
                 check_critic(cfg.mcts)
