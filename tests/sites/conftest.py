@@ -107,6 +107,22 @@ async def type_into(page, halo_id: str, text: str) -> None:
     await page.keyboard.type(text)
 
 
+async def play_solution(page, actions: list[dict]) -> str | None:
+    """A reference solution's element-id actions played with Playwright as the env plays them (click
+    the element; type after clicking it; keys joined with "+"), without the env service; its answer."""
+    answer = None
+    for a in actions:
+        if a["action"] == "left_click":
+            await click(page, a["element_id"])
+        elif a["action"] == "type":
+            await type_into(page, a["element_id"], a["text"])
+        elif a["action"] == "key":
+            await page.keyboard.press("+".join(a["keys"]))
+        elif a["action"] == "answer":
+            answer = a["text"]
+    return answer
+
+
 async def site_state(page) -> dict:
     return await page.evaluate("window.__HALO__.finish()")
 

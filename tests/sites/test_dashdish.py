@@ -15,7 +15,7 @@ import json
 import pytest
 
 from halo_sites.tasks import SOLUTIONS_DIR, evaluate, get_task
-from tests.sites.conftest import click, local_task_success, open_site, site_state, type_into
+from tests.sites.conftest import click, local_task_success, open_site, play_solution, site_state, type_into
 
 # ---- hand-made /finish states ---------------------------------------------------------------------
 
@@ -84,21 +84,6 @@ def test_pizza_order_checks_size_speed_and_tip() -> None:
 # ---- the site in Chromium ---------------------------------------------------------------------------
 
 
-async def _play(page, actions: list[dict]) -> str | None:
-    """A reference solution's element-id actions, as the environment plays them; the answer if any."""
-    answer = None
-    for a in actions:
-        if a["action"] == "left_click":
-            await click(page, a["element_id"])
-        elif a["action"] == "type":
-            await type_into(page, a["element_id"], a["text"])
-        elif a["action"] == "key":
-            await page.keyboard.press("+".join(a["keys"]))
-        elif a["action"] == "answer":
-            answer = a["text"]
-    return answer
-
-
 async def _store_ids(page) -> list[str]:
     return await page.eval_on_selector_all('[data-halo-id^="store-"]', "els => els.map(e => e.dataset.haloId)")
 
@@ -160,7 +145,7 @@ async def test_the_seed_reorders_stores_adds_distractors_and_the_reference_still
         context, page = await open_site(browser, sites_url, "dashdish", "real-offline.dashdish-17", seed=seed)
         ids = await _store_ids(page)
         assert ids != canonical and set(canonical) < set(ids) and len(ids) == len(canonical) + 2
-        await _play(page, solution)
+        await play_solution(page, solution)
         assert evaluate(get_task("real-offline.dashdish-17"), await site_state(page)).success is True, seed
         assert page.errors == []
         await context.close()

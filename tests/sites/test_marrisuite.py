@@ -14,7 +14,7 @@ import json
 import pytest
 
 from halo_sites.tasks import SOLUTIONS_DIR, evaluate, get_task
-from tests.sites.conftest import click, local_task_success, open_site, site_state, type_into
+from tests.sites.conftest import click, local_task_success, open_site, play_solution, site_state, type_into
 
 SITE = "marrisuite"
 KING = {
@@ -68,21 +68,6 @@ def test_cancel_task_needs_chicago_cancelled_and_miami_kept() -> None:
 # ---- Chromium ---------------------------------------------------------------------------------------
 
 
-async def play(page, actions: list[dict]) -> str | None:
-    """The solution's actions as the environment performs them (click the element, then type)."""
-    answer = None
-    for a in actions:
-        if a["action"] == "left_click":
-            await click(page, a["element_id"])
-        elif a["action"] == "type":
-            await type_into(page, a["element_id"], a["text"])
-        elif a["action"] == "key":
-            await page.keyboard.press(a["keys"][0])
-        elif a["action"] == "answer":
-            answer = a["text"]
-    return answer
-
-
 @pytest.mark.slow
 @pytest.mark.browser
 async def test_search_and_booking_record_state_and_milestones_and_screens_are_byte_identical(
@@ -92,7 +77,7 @@ async def test_search_and_booking_record_state_and_milestones_and_screens_are_by
     shots, states = [], []
     for _ in range(2):
         context, page = await open_site(browser, sites_url, SITE, "local.marrisuite-1", seed=2)
-        await play(page, actions)
+        await play_solution(page, actions)
         shots.append(await page.screenshot())
         states.append(await site_state(page))
         assert page.errors == []
@@ -131,6 +116,6 @@ async def test_seed_reorders_results_and_reference_solutions_pass_under_seeds_1_
     assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
     for seed, task_id in ((1, "real-offline.marrisuite-8"), (2, "local.marrisuite-2")):
         context, page = await open_site(browser, sites_url, SITE, task_id, seed=seed)
-        answer = await play(page, json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text()))
+        answer = await play_solution(page, json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text()))
         assert evaluate(get_task(task_id), await site_state(page), answer).success, (task_id, seed)
         await context.close()

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from halo_sites.tasks import SOLUTIONS_DIR, evaluate, get_task
-from tests.sites.conftest import click, local_task_success, open_site, site_state, type_into
+from tests.sites.conftest import click, local_task_success, open_site, play_solution, site_state, type_into
 
 SITE = "networkin"
 
@@ -66,21 +66,6 @@ def test_like_and_send_needs_both_on_the_right_post_and_person() -> None:
 
 
 # ---- Chromium ---------------------------------------------------------------------------------------
-
-
-async def play(page, actions: list[dict]) -> str | None:
-    """The solution's actions as the environment performs them (click the element, then type)."""
-    answer = None
-    for a in actions:
-        if a["action"] == "left_click":
-            await click(page, a["element_id"])
-        elif a["action"] == "type":
-            await type_into(page, a["element_id"], a["text"])
-        elif a["action"] == "key":
-            await page.keyboard.press(a["keys"][0])
-        elif a["action"] == "answer":
-            answer = a["text"]
-    return answer
 
 
 async def connect_post_and_share(page) -> None:
@@ -151,6 +136,6 @@ async def test_seed_reorders_lists_and_reference_solutions_pass_under_seeds_1_an
     for seed, task_id in ((1, "local.networkin-3"), (2, "real-offline.networkin-5")):
         context, page = await open_site(browser, sites_url, SITE, task_id, seed=seed)
         actions = json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text())
-        answer = await play(page, actions)
+        answer = await play_solution(page, actions)
         assert evaluate(get_task(task_id), await site_state(page), answer).success, (task_id, seed)
         await context.close()

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from halo_sites.tasks import SOLUTIONS_DIR, evaluate, get_task
-from tests.sites.conftest import click, local_task_success, open_site, site_state, type_into
+from tests.sites.conftest import click, local_task_success, open_site, play_solution, site_state, type_into
 
 # ---- hand-made /finish states ---------------------------------------------------------------------
 
@@ -95,11 +95,7 @@ async def choose(page, field: str, text: str, place_id: int) -> None:
 
 async def replay_in_page(page, task_id: str) -> None:
     """A reference solution's element-id actions, played with Playwright (the env does the same)."""
-    for a in json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text()):
-        if a["action"] == "left_click":
-            await click(page, a["element_id"])
-        elif a["action"] == "type":
-            await type_into(page, a["element_id"], a["text"])
+    await play_solution(page, json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text()))
 
 
 @pytest.mark.slow
