@@ -35,6 +35,7 @@ from halo_trainer.learner.batching import advantages, learner_batch, select_grou
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
+from halo_trainer.observe.task_counts import TrainTaskLog, train_task_counts
 
 
 class GrpoLoop:
@@ -46,6 +47,7 @@ class GrpoLoop:
         )
         self.c, self.learner = self.parts.c, self.parts.learner
         self.gap_alarm = GapAlarm(cfg.behaviour_gap_alarm, cfg.run_id)
+        self.task_log = TrainTaskLog(self.parts.run_dir / "train_tasks.jsonl")
 
     async def run(self, stop: asyncio.Event) -> str:
         """Train until the episode budget is spent ("finished") or ``stop`` is set ("stopped")."""
@@ -56,6 +58,7 @@ class GrpoLoop:
             messages = [d.message for d in results]
             metrics = await self._learn_from(messages)
             metrics |= parts.count_update(results, sum(len(r.episodes) for r in messages), started)
+            self.task_log.write(self.c.updates, train_task_counts(messages))
             if self.c.updates % cfg.sync_every == 0:
                 await parts.publisher.publish_next()
             await parts.close_update(metrics)

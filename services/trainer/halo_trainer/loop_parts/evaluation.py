@@ -18,6 +18,7 @@ from halo_trainer.loop_parts.pipeline import JobPipeline
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.observe.episode_log import EpisodeLog
 from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.observe.task_counts import eval_task_counts
 from halo_trainer.observe.trackers import Trackers
 
 logger = logging.getLogger("halo.trainer.loop")
@@ -46,7 +47,7 @@ class Evaluator:
         Each of the ``eval_episodes`` seeds is one job (``JobPipeline.play_slots``: a job failed
         on infrastructure is played again, never scored). ``eval/episodes`` is how many ran;
         ``eval/episodes_asked`` how many were asked for (fewer ran only after a stop or a job lost
-        for ``JOB_TIMEOUT_S``).
+        for ``JOB_TIMEOUT_S``). eval.jsonl's line also counts them per task (``observe.task_counts``).
         """
         cfg, policy, tag = self.cfg, self.current(), f"{self.c.eval_rounds}-{self.nonce}"
         done, replaced = await self.pipeline.play_slots(
@@ -74,8 +75,10 @@ class Evaluator:
             "eval/mean_return": sum(e.episode_return for e in episodes) / len(episodes),
             "eval/policy_version": float(self.c.version),
         }
+        # Per task in the file only: the returned metrics are one number per name (metrics.jsonl, trackers).
+        line = {"update": self.c.updates, "time": time.time(), **out, "tasks": eval_task_counts(episodes)}
         with (self.run_dir / "eval.jsonl").open("a") as fh:
-            fh.write(json.dumps({"update": self.c.updates, "time": time.time(), **out}) + "\n")
+            fh.write(json.dumps(line) + "\n")
         logger.info(
             "eval after %d updates (v%d): success %.3f [%.3f, %.3f] over %d of %d episodes (%d replaced)",
             self.c.updates,

@@ -45,6 +45,7 @@ from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
 from halo_trainer.mcts.settings import Reference
 from halo_trainer.mcts.tree import load_tree
+from halo_trainer.observe.task_counts import TrainTaskLog, count_by_task
 
 logger = logging.getLogger("halo.trainer.mcts")
 
@@ -58,6 +59,7 @@ class MctsLoop:
         self.cfg, self.search = cfg, cfg.mcts
         self.parts = RunParts(cfg, train_job=self._search_job, episodes_per_job=1, **services)
         self.c, self.learner = self.parts.c, self.parts.learner
+        self.task_log = TrainTaskLog(self.parts.run_dir / "train_tasks.jsonl")
 
     async def run(self, stop: asyncio.Event) -> str:
         """Train until ``episodes`` searches are used ("finished") or ``stop`` is set ("stopped")."""
@@ -83,6 +85,11 @@ class MctsLoop:
                 raise ValueError(f"result of job {m.job_id} carries no search: not a search job's result")
         trees = await asyncio.to_thread(lambda: [load_tree(m.search.tree_file) for m in messages])
         metrics = search_metrics(messages)
+        found = [
+            (t.record.task_id, m.search.metrics.get("success_found", 0.0) > 0)
+            for m, t in zip(messages, trees, strict=True)
+        ]
+        self.task_log.write(self.c.updates + 1, count_by_task(found))  # the update these searches make
         pairs = tree_pairs(trees, self.search.theta)
         metrics["dpo/pairs"] = float(len(pairs))
         if pairs:

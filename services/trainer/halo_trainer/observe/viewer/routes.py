@@ -1,7 +1,8 @@
 """The run viewer's routes (``/ui``): read-only, from run folders and the screenshot store alone.
 
 Everything it shows comes from files a run writes (status.json, config.json, metrics.jsonl,
-eval.jsonl, episodes.jsonl, an MCTS run's trees/*.json: ``trees.py``), evaluation folders
+eval.jsonl, episodes.jsonl, train_tasks.jsonl with eval.jsonl's per-task counts: ``task_success.py``,
+an MCTS run's trees/*.json: ``trees.py``), evaluation folders
 (``evals.py``) and screenshots by hash, so a finished run copied from another machine
 is shown the same way (``python -m halo_trainer.observe.viewer <run folder>``). Inside the trainer the
 page also listens to the run API's server-sent events (``/runs/{id}/events``) and redraws, and its
@@ -26,6 +27,7 @@ from halo_trainer.observe.episode_log import read_episodes
 from halo_trainer.observe.filmstrip import draw_action
 from halo_trainer.observe.viewer.evals import EvalFolders, eval_router
 from halo_trainer.observe.viewer.folders import RunFolders, finite, json_lines, missing
+from halo_trainer.observe.viewer.task_success import task_router
 from halo_trainer.observe.viewer.trees import tree_router
 
 STATIC = Path(__file__).parent / "static"
@@ -166,5 +168,6 @@ def mount_viewer(
     """``evals_dir``: the evaluations' folder (EvalSettings.results_dir); None shows none."""
     app.include_router(viewer_router(runs, store, live=live, token_required=token_required))
     app.include_router(tree_router(runs))
+    app.include_router(task_router(runs))
     app.include_router(eval_router(EvalFolders(evals_dir)))
     app.mount("/ui/static", StaticFiles(directory=STATIC), name="viewer-static")

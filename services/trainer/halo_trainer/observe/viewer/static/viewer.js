@@ -1,5 +1,6 @@
 // The run viewer: runs, live curves, episodes as filmstrips and step groups, an MCTS run's search
-// trees (trees.js), run controls (controls.js), runs compared (compare.js), evaluations (evals.js).
+// trees (trees.js), run controls (controls.js), runs compared (compare.js), evaluations (evals.js),
+// a run's success per task (tasks.js).
 // No build step:
 // plain browser JavaScript and the vendored uPlot (static/vendor/uplot, its version and licence beside it).
 "use strict";
@@ -148,16 +149,19 @@ async function runPage(runId) {
   const charts = el("div", { class: "charts", id: "charts" });
   const episodesTable = el("table", { id: "episodes" });
   const treesBox = el("div", {});
+  const tasksBox = el("div", {});
   const state = el("span", { id: "state" }, run.state);
   const controlsBox = el("div", {});
   let controlsFor = null;
   const toggle = el("button", { id: "x-axis" }, "x: by wall-clock");
   const refresh = async () => {
-    const [m, episodes, now] = await Promise.all([
+    const [m, episodes, now, tasks] = await Promise.all([
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}/metrics`),
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}/episodes`),
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}`),
+      tasksSection(runId, () => refresh().catch(() => {})),
     ]);
+    tasksBox.replaceChildren(tasks);
     state.textContent = now.state;
     // The controls follow the state (no Stop once the run is over) and the adapters saved so far.
     const key = `${now.state}/${now.policy_version}`;
@@ -183,6 +187,7 @@ async function runPage(runId) {
     controlsBox,
     toggle,
     charts,
+    tasksBox,
     treesBox,
     el("h3", {}, "Episodes"),
     episodesTable,
