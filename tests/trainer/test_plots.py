@@ -13,6 +13,7 @@ from halo_trainer.observe.plots import (
     env_steps_by_update,
     main,
     methods_figure,
+    milestone_rounds,
     plot_run,
     plot_runs,
 )
@@ -199,3 +200,25 @@ def test_methods_plot_from_the_command_line(tmp_path, capsys):
     main([str(tmp_path / "g0"), str(tmp_path / "m0"), "--methods", "--out", str(out)])
     assert out.read_bytes().startswith(PNG_MAGIC)
     assert str(out) in capsys.readouterr().out
+
+
+def test_a_milestone_round_counts_the_greedy_episodes_that_reached_it(tmp_path):
+    _method_run(tmp_path / "m0", "mcts", [0, 0], "mcts/env_steps", 96.0, 9000.0)
+
+    def episode(update: int, purpose: str, milestones: list[list[str]]) -> dict:
+        steps = [{"candidates": [{"milestones": m}]} for m in milestones]
+        return {"purpose": purpose, "update": update, "steps": steps}
+
+    records = [
+        episode(0, "eval", [[], []]),
+        episode(2, "eval", [["boxes_checked"], []]),
+        episode(2, "eval", [[], ["submitted"]]),
+        episode(2, "train", [["boxes_checked"]]),  # training episodes are not the held-out rounds
+    ]
+    (tmp_path / "m0" / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    evals = [json.loads(line) for line in (tmp_path / "m0" / "eval.jsonl").read_text().splitlines()]
+    rounds = milestone_rounds(tmp_path / "m0", evals, "boxes_checked")
+    assert [(r["update"], r["eval/success_rate"], r["eval/episodes"]) for r in rounds] == [(0, 0.0, 1.0), (2, 0.5, 2.0)]
+    fig = methods_figure([tmp_path / "m0"], milestone="boxes_checked")
+    assert "boxes_checked" in fig.axes[0].get_ylabel()
+    plt.close(fig)

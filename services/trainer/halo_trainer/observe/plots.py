@@ -3,6 +3,7 @@
 python -m halo_trainer.observe.plots var/runs/<run_id> [--chance 0.25] [--minutes] [--out curve.png]
 python -m halo_trainer.observe.plots RUN_DIR RUN_DIR ... [--minutes] --out compare.png   # runs on one plot
 python -m halo_trainer.observe.plots RUN_DIR ... --methods --out methods.png   # runs pooled per method
+python -m halo_trainer.observe.plots RUN_DIR ... --methods --milestone boxes_checked --out m.png
 
 With several run folders the figure is one plot of their held-out success curves (each with its
 95% interval), labelled by run and algorithm, so methods can be compared against wall time.
@@ -149,9 +150,29 @@ def env_steps_by_update(metrics: list[dict]) -> dict[int, float]:
     return steps
 
 
-def methods_figure(run_dirs: list[Path], chance: float | None = None):
+def milestone_rounds(run_dir: Path, evals: list[dict], milestone: str) -> list[dict]:
+    """``evals`` with each round's rate replaced by the share of its greedy episodes (episodes.jsonl's
+    eval records of that update) in which ``milestone`` was paid: partial progress on a task whose
+    success stays at zero."""
+    counts: dict[int, list[int]] = {}
+    for ep in _lines(Path(run_dir) / "episodes.jsonl"):
+        if ep.get("purpose") != "eval":
+            continue
+        paid = {m for step in ep["steps"] for cand in step["candidates"] for m in cand.get("milestones") or []}
+        hits_n = counts.setdefault(int(ep["update"]), [0, 0])
+        hits_n[0] += milestone in paid
+        hits_n[1] += 1
+    return [
+        e | {"eval/success_rate": counts[u][0] / counts[u][1], "eval/episodes": float(counts[u][1])}
+        for e in evals
+        if (u := int(e["update"])) in counts
+    ]
+
+
+def methods_figure(run_dirs: list[Path], chance: float | None = None, milestone: str | None = None):
     """Two axes (env steps, wall-clock minutes): per algorithm, the pooled greedy held-out success of
-    its runs at each evaluation round with its 95% Wilson band; each run faint. None without evaluations."""
+    its runs at each evaluation round with its 95% Wilson band; each run faint. None without evaluations.
+    With ``milestone``, the share of greedy episodes that reached it instead of success."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -162,6 +183,8 @@ def methods_figure(run_dirs: list[Path], chance: float | None = None):
     by_method: dict[str, list[tuple[list[dict], dict[int, float], float]]] = {}
     for run_dir in map(Path, run_dirs):
         evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
+        if milestone:
+            evals = milestone_rounds(run_dir, evals, milestone)
         if evals:
             steps = env_steps_by_update(_lines(run_dir / "metrics.jsonl"))
             by_method.setdefault(_algorithm(run_dir), []).append((evals, steps, _created_at(run_dir, evals)))
@@ -202,7 +225,8 @@ def methods_figure(run_dirs: list[Path], chance: float | None = None):
         if chance is not None:
             ax.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
         ax.set_ylim(-0.02, 1.02)
-    by_steps.set_ylabel("held-out success (greedy), runs pooled; band: 95% Wilson")
+    what = f"greedy episodes reaching {milestone}" if milestone else "held-out success (greedy)"
+    by_steps.set_ylabel(f"{what}\nruns pooled; band: 95% Wilson")
     by_steps.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
@@ -251,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--methods", action="store_true", help="pool each algorithm's runs: against env steps and wall-clock minutes"
     )
+    parser.add_argument("--milestone", help="with --methods: the share of greedy episodes reaching this milestone")
     args = parser.parse_args(argv)
     for run_dir in args.run_dir:
         if not run_dir.is_dir():
@@ -263,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.out is None:
         parser.error("several run folders make one comparison plot: give its file with --out")
     if args.methods:
-        target = _save(methods_figure(args.run_dir, args.chance), args.out)
+        target = _save(methods_figure(args.run_dir, args.chance, args.milestone), args.out)
     else:
         target = plot_runs(args.run_dir, args.out, args.chance, args.minutes)
     sys.stdout.write(f"{target or 'nothing to plot: no run folder has eval.jsonl lines yet'}\n")
