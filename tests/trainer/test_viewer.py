@@ -13,14 +13,11 @@ import math
 import os
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from PIL import Image
 
 from halo.schemas import GroupMode, RunSpec, RunState, RunStatus
@@ -34,7 +31,8 @@ from halo_trainer.observe.filmstrip import MARKER, to_image_pixels
 from halo_trainer.observe.metrics import MetricsLog
 from halo_trainer.observe.viewer.__main__ import build_app
 from halo_trainer.rollout.play import run_job
-from tests.conftest import free_port, noise_png
+from tests.conftest import noise_png
+from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import click, job_for, services
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -103,17 +101,8 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
 @pytest.fixture(scope="module")
 def viewer_url(run_folder) -> Iterator[str]:
     root, shots, _ = run_folder
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(root, shots), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the viewer did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(build_app(root, shots)) as url:
+        yield url
 
 
 @pytest.fixture

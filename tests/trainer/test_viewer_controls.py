@@ -13,14 +13,11 @@ import asyncio
 import json
 import os
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
-import uvicorn
 from pydantic import SecretStr
 
 from halo.policy_client import PolicyClient
@@ -32,7 +29,8 @@ from halo_trainer import keys
 from halo_trainer.api.app import create_app
 from halo_trainer.api.runs import RunManager
 from halo_trainer.evaluation.stats import mode_summary, paired_test
-from tests.conftest import free_port, noise_png
+from tests.conftest import noise_png
+from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, click
 from tests.trainer.test_viewer import open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
 
@@ -184,19 +182,9 @@ def trainer(own_redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     manager._train = train
     app = create_app(settings, evals)
     app.state.manager = manager
-    port = free_port()
     # lifespan off: the app's own would start rollout workers and real service clients; the manager is set above.
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the trainer did not start"
-        time.sleep(0.05)
-    yield Trainer(f"http://127.0.0.1:{port}", settings, evals, data)
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(app, lifespan="off") as url:
+        yield Trainer(url, settings, evals, data)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,12 @@ it, ``TrainTaskLog``), and the loops' part by the real GRPO and MCTS loops (test
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
-import uvicorn
 
 from halo.schemas import (
     Action,
@@ -41,8 +38,9 @@ from halo_trainer.observe.task_counts import TrainTaskLog, eval_task_counts, tra
 from halo_trainer.observe.viewer.__main__ import build_app
 from halo_trainer.observe.viewer.task_success import run_task_success
 from halo_trainer.rollout.play import run_job
-from tests.conftest import free_port, noise_png
+from tests.conftest import noise_png
 from tests.trainer.loop_harness import episode, make_loop, run_with_worker
+from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, click, job_for, services
 from tests.trainer.test_mcts_loop import hand_made_search, mcts_loop
 from tests.trainer.test_viewer import SHOTS, open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
@@ -360,19 +358,8 @@ def tasks_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def viewer_url(tasks_run: Path) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(build_app(tasks_run, tasks_run / "shots"), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the viewer did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve(build_app(tasks_run, tasks_run / "shots")) as url:
+        yield url
 
 
 def window_of(task: str, window: int, last: bool) -> tuple[int, int]:
