@@ -17,13 +17,14 @@ def store(aredis, key_prefix: str, claim_ms: int = 10_000, wait_s: float = 0.2) 
 
 
 async def test_a_crashed_scorer_blocks_briefly_then_its_claim_expires(aredis, key_prefix: str) -> None:
-    s = store(aredis, key_prefix, claim_ms=300)
+    # A claim long enough that a loaded machine still checks it before it lapses (300 ms did not, under load).
+    s = store(aredis, key_prefix, claim_ms=2000)
     req = request(state(), state(), episode_id="ep-a")
     token = await s.claim(req)
     assert token and await s.claim(req) is None  # the other worker is scoring it
     with pytest.raises(StoreBusy, match="still being scored"):
         await s.existing(req)
-    await asyncio.sleep(0.4)  # the first worker died: its claim lapses
+    await asyncio.sleep(2.1)  # the first worker died: its claim lapses
     assert await s.existing(req) is None
     late = await s.claim(req)
     assert late
