@@ -112,10 +112,9 @@ async def _play(page, actions: list[dict]) -> str | None:
         if a["action"] == "key":
             await page.keyboard.press(a["keys"][0])
             continue
-        target = page.locator(f'[data-halo-id="{a["element_id"]}"]').first
-        await target.scroll_into_view_if_needed()
-        box = await target.bounding_box()
-        await page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        # Playwright's click is a mouse click at the element's centre, as the env's, and it waits out
+        # a re-render: reading the box first lost the element to a redraw once on a loaded machine.
+        await page.locator(f'[data-halo-id="{a["element_id"]}"]').first.click()
         if a["action"] == "type":
             await page.keyboard.type(a["text"])
     return None
