@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from halo_trainer.observe.viewer.folders import RUN_ID, missing
+from halo_trainer.observe.viewer.folders import RUN_ID, missing, whole_records
 
 SUMMARY_KEYS = ("mode", "task", "seed", "site", "scored", "success", "return", "steps", "valid_actions")
 
@@ -43,18 +43,7 @@ def _json(path: Path) -> Any:
 def episode_lines(folder: Path) -> list[dict[str, Any]]:
     """The evaluation's episode records in file order; a line cut short by an interruption is skipped
     (``halo eval`` drops and replays it on resume), so a record's index is its place among the rest."""
-    path = folder / "episodes.jsonl"
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            out.append(_clean(record))
-    return out
+    return [_clean(record) for record in whole_records(folder / "episodes.jsonl")]
 
 
 class EvalFolders:

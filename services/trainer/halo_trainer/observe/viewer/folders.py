@@ -24,6 +24,22 @@ def finite(line: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in line.items()}
 
 
+def whole_records(path: Path) -> list[dict[str, Any]]:
+    """A JSON-lines file's objects in file order; a line cut short (the file is being appended to, or
+    an interruption) or not an object is skipped. An absent file has none."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
 def json_lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []

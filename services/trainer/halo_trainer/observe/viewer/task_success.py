@@ -21,27 +21,13 @@ from fastapi import APIRouter, Query, Response
 
 from halo.schemas.task_success import Direction, HeldOut, RunTaskSuccess, SuccessCount, TaskSuccess, TrainWindow
 from halo_trainer.observe.metrics import wilson_interval
-from halo_trainer.observe.viewer.folders import RunFolders, missing
+from halo_trainer.observe.viewer.folders import RunFolders, missing, whole_records
 
 DEFAULT_WINDOW = 5  # docs/results.md compares sampled hits over the first 5 updates and the last 5
 MAX_WINDOW = 10_000
 PAIRS = (("episodes", "successes"), ("samples", "sample_successes"))  # (trials, successes) a count may hold
 
 TaskCounts = dict[str, dict[str, int]]
-
-
-def _objects(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
 
 
 def _count(value: Any) -> int | None:
@@ -70,13 +56,13 @@ def _task_counts(line: dict[str, Any]) -> TaskCounts | None:
 
 def evaluations(folder: Path) -> list[tuple[int, TaskCounts]]:
     """eval.jsonl's lines with per-task counts, in the order they were written."""
-    return [(line["update"], counts) for line in _objects(folder / "eval.jsonl") if (counts := _task_counts(line))]
+    return [(line["update"], counts) for line in whole_records(folder / "eval.jsonl") if (counts := _task_counts(line))]
 
 
 def train_updates(folder: Path) -> list[tuple[int, TaskCounts]]:
     """train_tasks.jsonl by update; a line written again for an update (a replay) replaces the first."""
     by_update = {
-        line["update"]: counts for line in _objects(folder / "train_tasks.jsonl") if (counts := _task_counts(line))
+        line["update"]: counts for line in whole_records(folder / "train_tasks.jsonl") if (counts := _task_counts(line))
     }
     return sorted(by_update.items())
 
