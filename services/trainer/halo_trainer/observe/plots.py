@@ -93,14 +93,7 @@ def curve_figure(run_dir: Path, chance: float | None = None, minutes: bool = Fal
 
 def plot_runs(run_dirs: list[Path], out: Path, chance: float | None = None, minutes: bool = False) -> Path | None:
     """Write the held-out success curves of several runs on one plot to ``out``; None without evaluations."""
-    import matplotlib.pyplot as plt
-
-    fig = compare_figure(run_dirs, chance, minutes)
-    if fig is None:
-        return None
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return Path(out)
+    return _save(compare_figure(run_dirs, chance, minutes), out)
 
 
 def compare_figure(run_dirs: list[Path], chance: float | None = None, minutes: bool = False):
