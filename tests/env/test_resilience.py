@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.env.fixtures import EnvServer, FixtureBackend, client, settings_for
 from tests.env.helpers import create, events, step
@@ -75,6 +76,48 @@ def test_a_refused_screenshot_is_retried_not_reported(env, http):
     assert len(calls) == 2
     assert obs["last_action_error"] is None and not out["info"].get("infra_error")
     assert obs["site_state"]["state"]["count"] == 1 and obs["step"] == 1
+
+
+def test_a_capture_timed_out_by_a_new_tab_is_retried(env, http):
+    # Under load the capture can wait out its timeout while a link's new tab is in front (seen in
+    # CI as a rebuilt session that lost the click): a new tab opened during the capture, then the
+    # timeout. The popup is folded in and the session's tab is read again.
+    sid = create(http)["observation"]["session_id"]
+    page = env.app.state.manager.get(sid).lease.page
+    real, calls = page.screenshot, []
+
+    async def new_tab_then_timeout(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            async with page.expect_popup():
+                await page.click("[data-halo-id=newtab]")
+            raise PlaywrightTimeoutError("Page.screenshot: Timeout 2000ms exceeded.")
+        return await real(**kwargs)
+
+    page.screenshot = new_tab_then_timeout
+    try:
+        out = step(http, sid, action="wait", time=0.1)
+    finally:
+        del page.screenshot
+    obs = out["observation"]
+    assert len(calls) == 2
+    assert obs["url"].endswith("/other.html")
+    assert not out["info"].get("infra_error")
+
+
+def test_a_capture_timeout_without_a_new_tab_is_a_browser_failure(env, http):
+    sid = create(http)["observation"]["session_id"]
+    page = env.app.state.manager.get(sid).lease.page
+    calls = []
+
+    async def timeout_once(**kwargs):
+        calls.append(kwargs)
+        raise PlaywrightTimeoutError("Page.screenshot: Timeout 2000ms exceeded.")
+
+    page.screenshot = timeout_once
+    out = step(http, sid, action="left_click", element_id="inc")
+    assert len(calls) == 1  # not retried: a hung page is rebuilt by the recovery
+    assert out["info"].get("infra_error")
 
 
 def test_hung_page_answers_within_the_step_timeout(env, http):

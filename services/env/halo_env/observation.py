@@ -103,11 +103,14 @@ class PageObserver:
 
         Chromium can refuse a capture ("Unable to capture screenshot") in the moment a link with
         target=_blank opens its new tab, before Playwright's `popup` event has reached the session's
-        popup handler (seen under load in the full test run). That is not a broken browser: fold
-        the popup in, make sure the session's tab is in front and read the page again.
+        popup handler (seen under load in the full test run); under load the capture can also wait
+        out its timeout while the new tab is in front. Neither is a broken browser: fold the popup
+        in, make sure the session's tab is in front and read the page again. A timeout with no new
+        tab during the capture is a hung page and is raised, for the recovery to rebuild.
         """
         page = session.lease.page
         for attempt in range(3):
+            opened = session.popups_opened
             raw, png = await asyncio.gather(
                 self._evaluate(page),
                 page.screenshot(type="png", caret="hide", animations=self.s.screenshot_animations),
@@ -117,7 +120,11 @@ class PageObserver:
                 raise raw
             if not isinstance(png, BaseException):
                 return raw, png
-            if attempt == 2 or not isinstance(png, PlaywrightError) or _CAPTURE_REFUSED not in str(png):
+            refused = isinstance(png, PlaywrightError) and _CAPTURE_REFUSED in str(png)
+            new_tab_in_front = isinstance(png, PlaywrightTimeoutError) and (
+                session.popups or session.popups_opened != opened
+            )
+            if attempt == 2 or not (refused or new_tab_in_front):
                 raise png
             await asyncio.sleep(self.s.settle_ms / 1000)  # time for the popup event to arrive
             if session.popups:

@@ -56,6 +56,7 @@ class PageOpener:
         def on_popup(popup: Page) -> None:
             task = asyncio.ensure_future(self._follow_popup(session, popup))
             session.popups.add(task)
+            session.popups_opened += 1
             task.add_done_callback(session.popups.discard)
 
         if lease.popup_listener is not None:  # a parked page still carries its previous session's

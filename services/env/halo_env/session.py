@@ -44,6 +44,7 @@ class Session:
     pending_infra: str | None = None  # a failure noticed between steps (browser lost), told at the next step
     recovery: asyncio.Task | None = None
     popups: set[asyncio.Task] = field(default_factory=set)  # new tabs being folded into the session's tab
+    popups_opened: int = 0  # new tabs seen so far: a capture that overlapped one may be retried
     closed: bool = False
     lease_id: str | None = None  # the owner's session lease (halo_env.leases); None: idle TTL only
 
