@@ -234,3 +234,21 @@ def test_the_trainer_refuses_to_start_on_a_broken_run_defaults_file(tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("halo_trainer: the run defaults file") and "mcts.not_a_knob" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_common_random_numbers_give_the_jobs_of_one_update_one_sampling_seed():
+    from halo.schemas import PolicyVersion
+    from halo_trainer.loop_parts.jobs import train_job
+
+    defaults = load_defaults("configs/rl_config.yaml")
+    policy = PolicyVersion(run_id="r", version=0, adapter_name="r-v0", created_at=0.0)
+    for seed in (0, 1):
+        spec = RunSpec(domain="playground", jobs_per_update=4, common_random_numbers=True, seed=seed)
+        cfg = resolve(spec, "r", ["local.playground-2"], defaults, "tiny")
+        jobs = [train_job(cfg, policy, i) for i in range(12)]
+        assert [j.seed % 4 for j in jobs[:4]] == [(seed * 100_003 + i) % 4 for i in range(4)]  # 4 layouts
+        by_update = [{j.sampling_seed for j in jobs[u * 4 : u * 4 + 4]} for u in range(3)]
+        assert all(len(s) == 1 for s in by_update) and len(set.union(*by_update)) == 3
+    plain = resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny")
+    assert plain.common_random_numbers is False
+    assert train_job(plain, policy, 5).sampling_seed is None

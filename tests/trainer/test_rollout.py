@@ -140,3 +140,13 @@ async def test_a_job_whose_run_is_stopped_is_abandoned_before_its_next_step_and_
     assert result.infra_error and "was stopped" in result.infra_error
     assert len(asked) == 1 and len(env.steps) == 2  # step 0 was played, step 1 never started
     assert env.sessions == {}
+
+
+async def test_a_job_draws_from_its_sampling_seed_when_it_has_one_whatever_its_task_seed():
+    seeds = []
+    for task_seed, sampling_seed in [(0, None), (1, None), (0, 40), (3, 40)]:
+        policy = PolicyStandIn()
+        await run_job(services(policy=policy), job_for(seed=task_seed, sampling_seed=sampling_seed, max_steps=1))
+        seeds.append(policy.requests[0]["seed"])
+    assert seeds[0] != seeds[1]  # no sampling seed: each task seed its own draws
+    assert seeds[2] == seeds[3] != seeds[0]  # one sampling seed: the same draws on seeds 0 and 3

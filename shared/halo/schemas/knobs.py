@@ -114,6 +114,11 @@ KNOBS: tuple[Knob, ...] = (
          "Rollout jobs per update (a step-group job gives one group per step); with algorithm mcts, the "
          "searches of one DPO iteration",
          "jobs"),
+    Knob("common_random_numbers", "grpo", WireBool, False,
+         "The jobs of one update sample with the same seeds (common random numbers): where the policy "
+         "cannot yet tell their states apart, their groups draw the same candidates, so the reward, "
+         "not the draw, is what differs between them (a moving target's layouts); false: each job its own",
+         before=False),
     Knob("prefetch_updates", "grpo", _int(0, 8), 0,
          "Updates' worth of jobs in flight beyond the current one (1: workers sample while the learner "
          "updates); 0 = synchronous. On 2 CPU cores 1 gained no wall time (bench/bench_loop.py, docs/env.md); "

@@ -67,6 +67,9 @@ class JobBase(Message):
     seed: Annotated[int, Field(ge=0)]
     max_steps: Annotated[int, Field(ge=1, le=200)]
     sampling: SamplingParams
+    # The policy's sampling draws derive from this (None: from ``seed``); jobs given one value
+    # draw the same random numbers whatever their task's seed (the knob common_random_numbers).
+    sampling_seed: Annotated[int, Field(ge=0)] | None = None
 
     purpose: ClassVar[JobPurpose]
 

@@ -15,6 +15,7 @@ def _sequence(cfg: RunConfig, policy: PolicyVersion, index: int) -> dict[str, An
     Ids and seeds are deterministic: after a crash the same job maps to the same results.
     """
     job_id = f"{cfg.run_id}-j{index}"
+    first_of_update = index - index % cfg.jobs_per_update
     return {
         "job_id": job_id,
         "run_id": cfg.run_id,
@@ -23,6 +24,7 @@ def _sequence(cfg: RunConfig, policy: PolicyVersion, index: int) -> dict[str, An
         "policy": policy,
         "temperature": cfg.temperature,
         "seed": cfg.seed * 100_003 + index,
+        "sampling_seed": cfg.seed * 100_003 + first_of_update if cfg.common_random_numbers else None,
         "max_steps": cfg.max_steps,
         "sampling": cfg.sampling,
     }

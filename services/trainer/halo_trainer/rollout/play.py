@@ -215,7 +215,8 @@ async def sample_candidates(
     An eval job samples the version it carries; every other kind the run's current one.
     """
     png = await svc.env.screenshot(obs.screenshot.sha256)
-    seed = (job.seed * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
+    draws = job.seed if job.sampling_seed is None else job.sampling_seed
+    seed = (draws * 1_000_003 + episode * 1009 + step) % (2**31 - 1)
     pinned = isinstance(job, EvalJob)
     for attempt in range(3):
         version = job.policy if pinned else await svc.current_policy(job.run_id)
