@@ -1,0 +1,123 @@
+"""What a moving-target run (``local.playground-2``: the button in one of 4 layouts) did, per layout,
+read from its run folder: the held-out greedy evaluations, the sampled hits per layout, and how
+often the 4 groups of one update drew the same candidates (``common_random_numbers``).
+
+A layout is the job's task seed modulo 4 (the Playground's ``slots[seed % len(slots)]``); a train
+job's seed is ``100003 * run seed + job index`` (``halo_trainer.loop_parts.jobs``), an evaluation
+slot's is 1000000 + slot. Nothing here trains; it reads ``config.json``, ``eval.jsonl`` and
+``episodes.jsonl`` (written for every training job when ``record_episodes_every`` is 1).
+
+    .venv/bin/python scripts/moving_target_record.py var/runs/<run_a> var/runs/<run_b> \\
+        --block 40 --last-evals 5 --out docs/data/pg2_crn.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from halo_trainer.config import EVAL_SEED_OFFSET
+from halo_trainer.observe.metrics import wilson_interval
+
+LAYOUTS = 4
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # a line cut by a crash or still being written
+            continue
+    return out
+
+
+def _interval(k: int, n: int) -> dict[str, Any]:
+    low, high = wilson_interval(k, n) if n else (0.0, 1.0)
+    return {"successes": k, "n": n, "rate": k / n if n else None, "wilson95": [round(low, 3), round(high, 3)]}
+
+
+def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
+    cfg = json.loads((run_dir / "config.json").read_text())["run"]
+    evals = _lines(run_dir / "eval.jsonl")
+    hits: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
+    samples: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
+    groups: dict[int, list[list[str]]] = defaultdict(list)
+    greedy: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)  # update -> successes per layout
+    for ep in _lines(run_dir / "episodes.jsonl"):
+        if ep["purpose"] == "eval":
+            parts = ep["job_id"].split("-")  # <run>-eval<round>-<slot>[-r<attempt>]
+            slot = int(parts[-2] if parts[-1].startswith("r") else parts[-1])
+            greedy[ep["update"]][(EVAL_SEED_OFFSET + slot) % LAYOUTS] += int(ep["success"])
+            continue
+        index = int(ep["job_id"].rsplit("-j", 1)[1])
+        layout = (cfg["seed"] * 100_003 + index) % LAYOUTS
+        first = ep["steps"][0]["candidates"]
+        b = ep["update"] // block
+        samples[b][layout] += len(first)
+        hits[b][layout] += sum(bool(c.get("task_success")) for c in first)
+        groups[ep["update"]].append([c["action_text"] for c in first])
+    paired: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for update, cands in groups.items():
+        if len(cands) < 2:
+            continue
+        width = min(len(c) for c in cands)
+        paired[update // block][0] += sum(len({c[i] for c in cands}) == 1 for i in range(width))
+        paired[update // block][1] += width
+    pooled = evals[-last_evals:]
+    k = sum(round(e["eval/success_rate"] * e["eval/episodes"]) for e in pooled)
+    n = sum(int(e["eval/episodes"]) for e in pooled)
+    return {
+        "run_id": cfg["run_id"],
+        "seed": cfg["seed"],
+        "learning_rate": cfg["learning_rate"],
+        "common_random_numbers": cfg.get("common_random_numbers", False),
+        "updates": max(groups) + 1 if groups else 0,
+        "minutes": round((evals[-1]["time"] - evals[0]["time"]) / 60, 1) if evals else 0.0,
+        "evaluations": [
+            {
+                "update": e["update"],
+                "successes": round(e["eval/success_rate"] * e["eval/episodes"]),
+                "episodes": int(e["eval/episodes"]),
+                "per_layout": greedy.get(e["update"]),
+            }
+            for e in evals
+        ],
+        f"greedy_last_{last_evals}_evaluations": _interval(k, n),
+        "blocks_of_updates": block,
+        "sampled_hits_per_layout": {
+            f"{b * block}-{b * block + block - 1}": {"hits": hits[b], "samples": samples[b]} for b in sorted(samples)
+        },
+        "identical_candidates_across_groups": {
+            f"{b * block}-{b * block + block - 1}": {"identical": v[0], "of": v[1]} for b, v in sorted(paired.items())
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", type=Path, help="run folders (var/runs/<run_id>)")
+    p.add_argument("--block", type=int, default=40, help="updates per row of the per-layout counts")
+    p.add_argument("--last-evals", type=int, default=5, help="evaluations pooled for the final interval")
+    p.add_argument("--out", type=Path, help="write the records here as JSON (default: print)")
+    args = p.parse_args(argv)
+    missing = [str(r) for r in args.runs if not (r / "config.json").is_file()]
+    if missing:
+        print(f"not a run folder (no config.json): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    records = [record(r, args.block, args.last_evals) for r in args.runs]
+    text = json.dumps(records, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+        print(f"wrote {args.out} ({len(records)} runs)")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
