@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from halo.actions import from_pixels
 from halo.policy_client import Candidate
 from halo.schemas import Action, Viewport
 from halo_sites.tasks import get_task
+from tests.script_module import load_script
 
 # local.playground-4 at seed 0, as Chromium lays it out (the buttons' bounding boxes, page pixels)
 PG4_SEED0 = {
@@ -24,12 +21,7 @@ PG4_SEED0 = {
 
 @pytest.fixture(scope="module")
 def layouts():
-    path = Path(__file__).resolve().parents[2] / "scripts" / "click_layouts.py"
-    spec = importlib.util.spec_from_file_location("click_layouts", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["click_layouts"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/click_layouts.py")
 
 
 def click_at(x: float, y: float, action: str = "left_click") -> Candidate:

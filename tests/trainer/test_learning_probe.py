@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 from halo.schemas import GroupMode
 from halo.settings.trainer import TrainerSettings
+from tests.script_module import load_script
 
 
 @pytest.fixture(scope="module")
 def probe():
-    path = Path(__file__).resolve().parents[2] / "scripts" / "learning_probe.py"
-    spec = importlib.util.spec_from_file_location("learning_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["learning_probe"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/learning_probe.py")
 
 
 def args(**over) -> argparse.Namespace:

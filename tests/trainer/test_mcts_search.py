@@ -17,6 +17,7 @@ from halo_trainer.mcts.search import check_critic, search
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import load_tree
 from halo_trainer.rollout.play import RunStopped
+from tests.script_module import load_script
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, Session, click, job_for, services
 
 SUCCESS = Action(action="terminate", status="success")
@@ -386,14 +387,7 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
 
 
 def _script():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "scripts" / "search_vs_sampling.py"
-    spec = importlib.util.spec_from_file_location("search_vs_sampling", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/search_vs_sampling.py")
 
 
 async def test_sampled_episodes_stay_within_the_search_budget():

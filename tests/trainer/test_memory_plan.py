@@ -29,6 +29,7 @@ from halo_trainer.learner.memory_parts import (
     Workload,
     prompt_tokens,
 )
+from tests.script_module import load_script
 from tests.trainer.test_runs import api, wait_for_state  # noqa: F401 (the run API fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,12 +54,7 @@ def gpu_workload(monkeypatch, algorithm: str = "grpo", **spec) -> Workload:
 
 def bench_module():
     """bench/gpu_learner_8b.py as a module (its imports put the repository and bench/ on the path)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gpu_learner_8b", ROOT / "bench" / "gpu_learner_8b.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/gpu_learner_8b.py")
 
 
 def one_card(total: float) -> Card:

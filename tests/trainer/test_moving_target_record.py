@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+
+from tests.script_module import load_script
 
 
 @pytest.fixture(scope="module")
 def rec():
-    path = Path(__file__).resolve().parents[2] / "scripts" / "moving_target_record.py"
-    spec = importlib.util.spec_from_file_location("moving_target_record", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["moving_target_record"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts/moving_target_record.py")
 
 
 def _episode(job_id: str, update: int, purpose: str, actions: list[str], hits: list[bool]) -> dict:
