@@ -52,26 +52,36 @@ def test_new_tab_links_open_in_the_session_tab(http):
     assert [s["session_id"] for s in http.get("/sessions").json()] == [sid]
 
 
+@contextlib.contextmanager
+def first_capture_fails(env, sid: str, fail):
+    """The session page's next screenshot runs ``await fail(page)`` (which raises) instead; later
+    ones are real. Yields the list of capture calls."""
+    page = env.app.state.manager.get(sid).lease.page
+    real, calls = page.screenshot, []
+
+    async def capture(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            await fail(page)
+        return await real(**kwargs)
+
+    page.screenshot = capture
+    try:
+        yield calls
+    finally:
+        del page.screenshot
+
+
 def test_a_refused_screenshot_is_retried_not_reported(env, http):
     # Chromium can refuse one capture while a link's new tab is being created (seen once in CI
     # under load, as a spurious infrastructure error and a rebuilt session): inject that refusal.
     sid = create(http)["observation"]["session_id"]
-    page = env.app.state.manager.get(sid).lease.page
-    real, calls = page.screenshot, []
 
-    async def refuse_once(**kwargs):
-        calls.append(kwargs)
-        if len(calls) == 1:
-            raise PlaywrightError(
-                "Page.screenshot: Protocol error (Page.captureScreenshot): Unable to capture screenshot"
-            )
-        return await real(**kwargs)
+    async def refuse(page):
+        raise PlaywrightError("Page.screenshot: Protocol error (Page.captureScreenshot): Unable to capture screenshot")
 
-    page.screenshot = refuse_once
-    try:
+    with first_capture_fails(env, sid, refuse) as calls:
         out = step(http, sid, action="left_click", element_id="inc")
-    finally:
-        del page.screenshot
     obs = out["observation"]
     assert len(calls) == 2
     assert obs["last_action_error"] is None and not out["info"].get("infra_error")
@@ -83,22 +93,14 @@ def test_a_capture_timed_out_by_a_new_tab_is_retried(env, http):
     # CI as a rebuilt session that lost the click): a new tab opened during the capture, then the
     # timeout. The popup is folded in and the session's tab is read again.
     sid = create(http)["observation"]["session_id"]
-    page = env.app.state.manager.get(sid).lease.page
-    real, calls = page.screenshot, []
 
-    async def new_tab_then_timeout(**kwargs):
-        calls.append(kwargs)
-        if len(calls) == 1:
-            async with page.expect_popup():
-                await page.click("[data-halo-id=newtab]")
-            raise PlaywrightTimeoutError("Page.screenshot: Timeout 2000ms exceeded.")
-        return await real(**kwargs)
+    async def new_tab_then_timeout(page):
+        async with page.expect_popup():
+            await page.click("[data-halo-id=newtab]")
+        raise PlaywrightTimeoutError("Page.screenshot: Timeout 2000ms exceeded.")
 
-    page.screenshot = new_tab_then_timeout
-    try:
+    with first_capture_fails(env, sid, new_tab_then_timeout) as calls:
         out = step(http, sid, action="wait", time=0.1)
-    finally:
-        del page.screenshot
     obs = out["observation"]
     assert len(calls) == 2
     assert obs["url"].endswith("/other.html")
@@ -107,15 +109,12 @@ def test_a_capture_timed_out_by_a_new_tab_is_retried(env, http):
 
 def test_a_capture_timeout_without_a_new_tab_is_a_browser_failure(env, http):
     sid = create(http)["observation"]["session_id"]
-    page = env.app.state.manager.get(sid).lease.page
-    calls = []
 
-    async def timeout_once(**kwargs):
-        calls.append(kwargs)
+    async def timeout(page):
         raise PlaywrightTimeoutError("Page.screenshot: Timeout 2000ms exceeded.")
 
-    page.screenshot = timeout_once
-    out = step(http, sid, action="left_click", element_id="inc")
+    with first_capture_fails(env, sid, timeout) as calls:
+        out = step(http, sid, action="left_click", element_id="inc")
     assert len(calls) == 1  # not retried: a hung page is rebuilt by the recovery
     assert out["info"].get("infra_error")
 
