@@ -176,3 +176,16 @@ async def test_a_step_groups_record_keeps_the_screenshot_each_fork_led_to(tmp_pa
         assert kept["next_screenshot"] == record["screenshots"][k + 1]
         assert step["screenshot"] == record["screenshots"][k]
     assert [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()] == [record]
+
+
+async def test_run_curves_skip_a_line_the_trainer_is_still_writing(client, tmp_path: Path) -> None:
+    c, _ = client
+    folder = TrainerSettings(data_dir=tmp_path).runs_dir / "grpo-run"
+    lines = [{"update": 1, "train/loss": 1.5}, {"update": 2, "train/loss": float("nan")}]
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"update": 3, "train/lo')
+    (folder / "eval.jsonl").write_text('{"update": 0, "eval/success_rate": 0.25}\n[1]\n')
+    response = await c.get("/ui/api/runs/grpo-run/metrics")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["metrics"] == [{"update": 1, "train/loss": 1.5}, {"update": 2, "train/loss": None}]
+    assert body["eval"] == [{"update": 0, "eval/success_rate": 0.25}]

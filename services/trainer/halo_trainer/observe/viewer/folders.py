@@ -41,9 +41,9 @@ def whole_records(path: Path) -> list[dict[str, Any]]:
 
 
 def json_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [finite(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    """A run's curve file (metrics.jsonl, eval.jsonl) as ``whole_records`` with NaN as null: the
+    trainer appends to it while the viewer reads, so its last line may be cut."""
+    return [finite(record) for record in whole_records(path)]
 
 
 class RunFolders:
