@@ -22,18 +22,9 @@ from typing import Any
 
 from halo_trainer.config import EVAL_SEED_OFFSET
 from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.observe.viewer.folders import whole_records
 
 LAYOUTS = 4
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a crash or still being written
-            continue
-    return out
 
 
 def _interval(k: int, n: int) -> dict[str, Any]:
@@ -43,12 +34,12 @@ def _interval(k: int, n: int) -> dict[str, Any]:
 
 def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
     cfg = json.loads((run_dir / "config.json").read_text())["run"]
-    evals = _lines(run_dir / "eval.jsonl")
+    evals = whole_records(run_dir / "eval.jsonl")
     hits: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
     samples: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
     groups: dict[int, list[list[str]]] = defaultdict(list)
     greedy: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)  # update -> successes per layout
-    for ep in _lines(run_dir / "episodes.jsonl"):
+    for ep in whole_records(run_dir / "episodes.jsonl"):
         if ep["purpose"] == "eval":
             parts = ep["job_id"].split("-")  # <run>-eval<round>-<slot>[-r<attempt>]
             slot = int(parts[-2] if parts[-1].startswith("r") else parts[-1])
