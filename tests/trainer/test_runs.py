@@ -80,6 +80,7 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
         ({"domain": "playground", "full_weights": ["vision_tower"]}, 422, "neither a preset"),
         ({"domain": "playground", "temperature": 0}, 422, "temperature"),
         ({"domain": "playground", "tis_cap": 0.5}, 422, "tis_cap"),
+        ({"domain": "playground", "common_random_numbers": "maybe"}, 422, "common_random_numbers"),
     ]
     for body, status, message in cases:
         response = await api.client.post("/runs", json=body)
