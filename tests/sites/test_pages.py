@@ -193,6 +193,26 @@ async def test_playground_near_target_rings_grade_a_miss_by_its_distance(browser
         await context.close()
 
 
+@pytest.mark.parametrize("key", ["Enter", " "])
+async def test_playground_click_task_ignores_a_keyboard_activation(browser, sites_url: str, key: str) -> None:
+    """Tab focuses local.playground-2's only button wherever the seed draws it, so a keyboard press
+    of it would pass every layout without reading the screen: it is not a click, it answers
+    nothing and earns no ring, and a pointer click afterwards is still the answer."""
+    for seed in range(4):
+        context, page = await open_site(browser, sites_url, "playground", "local.playground-2", seed=seed)
+        await page.keyboard.press("Tab")
+        assert await page.evaluate("document.activeElement.getAttribute('data-halo-id')") == "btn-submit"
+        await page.keyboard.press(key)
+        state = await page.evaluate("window.__HALO__.finish()")
+        assert state["done"] is False and state["progress"] == {}, seed
+        assert "submission" not in state["initialfinaldiff"]["updated"], seed
+        await _click(page, "btn-submit")
+        state = await page.evaluate("window.__HALO__.finish()")
+        assert state["initialfinaldiff"]["updated"]["submission"]["button"] == "Submit", seed
+        assert state["progress"]["submitted"] is True, seed
+        await context.close()
+
+
 async def test_playground_click_miss_is_the_answer(browser, sites_url: str) -> None:
     """The first click ends a click task, a miss included: a later hit cannot repair it."""
     context, page = await open_site(browser, sites_url, "playground", "local.playground-1")

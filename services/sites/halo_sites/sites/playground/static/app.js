@@ -130,9 +130,18 @@
    * episode). A random clicker lands in a single 250 px ring about 5 % of the time, too rarely to
    * steer a policy; rings out to 600 px tell most clicks which way is closer.
    * Capture phase, so it is seen before a button click locks the form. */
+  /* The click family asks for a pointer click. A button activated from the keyboard (Tab to it,
+   * then Enter or Space) fires a click event too, but with `detail` 0 and no pointer position: a
+   * policy blind to the screenshot passed every layout of local.playground-2 that way (Tab focuses
+   * the only button wherever it is drawn). Such an activation is not a click: it answers nothing,
+   * earns no ring and leaves the task open for a real click. */
+  function keyboardActivation(e) {
+    return config().family === "click" && e.detail === 0;
+  }
+
   document.addEventListener("click", function (e) {
     const cfg = config();
-    if (cfg.family !== "click" || !wants("near_target") || HALO.state().submission !== null) return;
+    if (cfg.family !== "click" || keyboardActivation(e) || !wants("near_target") || HALO.state().submission !== null) return;
     const label = cfg.target || (cfg.buttons || ["Submit"])[0];
     const target = placements(cfg, HALO.meta().seed || 0).filter(function (p) { return p.label === label; })[0];
     if (!target) return;
@@ -144,6 +153,10 @@
   }, true);
 
   document.addEventListener("click", function (e) {
+    if (keyboardActivation(e)) {
+      e.preventDefault();
+      return;
+    }
     const el = e.target.closest("[data-action]");
     if (!el && config().family === "click") {
       /* The click tasks' rule (their evals say "the first click hit ..."): the first click is the
