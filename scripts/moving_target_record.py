@@ -1,6 +1,9 @@
 """What a moving-target run (``local.playground-2``: the button in one of 4 layouts) did, per layout,
-read from its run folder: the held-out greedy evaluations, the sampled hits per layout, and how
-often the 4 groups of one update drew the same candidates (``common_random_numbers``).
+read from its run folder: the held-out greedy evaluations, the sampled hits per layout, how
+often the 4 groups of one update drew the same candidates (``common_random_numbers``), and how
+far the sampled pointer clicks landed from the shown layout's button against the other layouts'
+buttons (a policy that reads the screen clicks nearer its own layout's button; a blind one is as
+near to all four).
 
 A layout is the job's task seed modulo 4 (the Playground's ``slots[seed % len(slots)]``); a train
 job's seed is ``100003 * run seed + job index`` (``halo_trainer.loop_parts.jobs``), an evaluation
@@ -20,11 +23,33 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from halo.actions import to_pixels
+from halo.schemas.env import Viewport
+from halo_sites.tasks import get_task
 from halo_trainer.config import EVAL_SEED_OFFSET
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.observe.viewer.folders import whole_records
 
 LAYOUTS = 4
+TASK = "local.playground-2"
+# The actions that fire a click event on the page, and so answer a click task.
+POINTER_CLICKS = {"left_click", "double_click", "triple_click"}
+
+
+def _button_centres() -> list[tuple[float, float]]:
+    return [tuple(xy) for xy in get_task(TASK).config["slots"]]
+
+
+def _distances(action: dict, layout: int, centres: list[tuple[float, float]]) -> tuple[float, float, bool] | None:
+    """A pointer click's pixel distance to the shown layout's button, its mean distance to the
+    other layouts' buttons, and whether the shown layout's button is the nearest of the four (a
+    quarter of a blind policy's clicks); None for any other action."""
+    if action.get("action") not in POINTER_CLICKS or action.get("coordinate") is None:
+        return None
+    x, y = to_pixels(tuple(action["coordinate"]), Viewport())
+    d = [((x - cx) ** 2 + (y - cy) ** 2) ** 0.5 for cx, cy in centres]
+    others = [d[i] for i in range(len(d)) if i != layout]
+    return d[layout], sum(others) / len(others), d[layout] < min(others)
 
 
 def _interval(k: int, n: int) -> dict[str, Any]:
@@ -39,6 +64,8 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
     samples: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
     groups: dict[int, list[list[str]]] = defaultdict(list)
     greedy: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)  # update -> successes per layout
+    clicks: dict[int, list[tuple[float, float, bool]]] = defaultdict(list)  # block -> _distances
+    centres = _button_centres()
     for ep in whole_records(run_dir / "episodes.jsonl"):
         if ep["purpose"] == "eval":
             parts = ep["job_id"].split("-")  # <run>-eval<round>-<slot>[-r<attempt>]
@@ -51,6 +78,7 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         b = ep["update"] // block
         samples[b][layout] += len(first)
         hits[b][layout] += sum(bool(c.get("task_success")) for c in first)
+        clicks[b] += [d for c in first if (d := _distances(c.get("action") or {}, layout, centres))]
         groups[ep["update"]].append([c["action_text"] for c in first])
     paired: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for update, cands in groups.items():
@@ -86,6 +114,20 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         "identical_candidates_across_groups": {
             f"{b * block}-{b * block + block - 1}": {"identical": v[0], "of": v[1]} for b, v in sorted(paired.items())
         },
+        "pointer_click_distance_px": {
+            f"{b * block}-{b * block + block - 1}": _click_summary(clicks[b], sum(samples[b])) for b in sorted(samples)
+        },
+    }
+
+
+def _click_summary(distances: list[tuple[float, float, bool]], samples: int) -> dict[str, Any]:
+    n = len(distances)
+    return {
+        "pointer_clicks": n,
+        "of": samples,
+        "to_own_button": round(sum(d[0] for d in distances) / n, 1) if n else None,
+        "to_other_buttons": round(sum(d[1] for d in distances) / n, 1) if n else None,
+        "nearest_is_own_button": sum(d[2] for d in distances),
     }
 
 

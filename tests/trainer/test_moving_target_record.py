@@ -58,3 +58,44 @@ def test_layouts_pairing_and_the_pooled_interval(tmp_path, rec):
 def test_a_folder_without_a_run_is_refused_in_one_line(tmp_path, rec, capsys):
     assert rec.main([str(tmp_path)]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_pointer_clicks_measured_against_the_shown_layouts_button(tmp_path, rec):
+    """Seed 0: job j is layout j % 4. Clicks on the shown layout's button read as nearest-own; the
+    same click on every layout (a blind policy) is nearest-own on one layout of four; keys and
+    right clicks are not pointer clicks."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"run": {"run_id": "r", "seed": 0, "learning_rate": 0.003}}))
+    (run / "eval.jsonl").write_text("")
+    # the 4 buttons' centres (320|960, 250|560 px) in Qwen3-VL's 0..1000 units of a 1280x720 page
+    own = [[250, 347], [750, 347], [250, 778], [750, 778]]
+
+    def ep(job: int, update: int, actions: list[dict]) -> dict:
+        cands = [{"action_text": json.dumps(a), "action": a, "task_success": False} for a in actions]
+        return {
+            "job_id": f"r-j{job}",
+            "update": update,
+            "purpose": "train",
+            "success": False,
+            "steps": [{"candidates": cands}],
+        }
+
+    eps = [
+        ep(j, 0, [{"action": "left_click", "coordinate": own[j]}, {"action": "key", "keys": ["Tab"]}]) for j in range(4)
+    ]
+    eps += [
+        ep(
+            4 + j,
+            1,
+            [{"action": "double_click", "coordinate": own[0]}, {"action": "right_click", "coordinate": own[0]}],
+        )
+        for j in range(4)
+    ]
+    (run / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
+    clicks = rec.record(run, block=1, last_evals=1)["pointer_click_distance_px"]
+    assert clicks["0-0"]["pointer_clicks"] == 4 and clicks["0-0"]["of"] == 8
+    assert clicks["0-0"]["nearest_is_own_button"] == 4 and clicks["0-0"]["to_own_button"] < 1
+    assert clicks["0-0"]["to_other_buttons"] > 400
+    assert clicks["1-1"]["pointer_clicks"] == 4 and clicks["1-1"]["nearest_is_own_button"] == 1
+    assert clicks["1-1"]["to_own_button"] == clicks["1-1"]["to_other_buttons"]  # blind: as near to all four
