@@ -123,13 +123,6 @@
     }
   }
 
-  /* Dense shaping for the click family, opt-in per task (the `near_target` milestone): a click
-   * that lands within `near_radius` page pixels of the target's centre before the one submission.
-   * A list of radii grades it: the outermost ring marks `near_target`, each inner ring r marks
-   * `near_target_<r>` too, so a closer miss earns more than a far one (each flag pays once per
-   * episode). A random clicker lands in a single 250 px ring about 5 % of the time, too rarely to
-   * steer a policy; rings out to 600 px tell most clicks which way is closer.
-   * Capture phase, so it is seen before a button click locks the form. */
   /* The click family asks for a pointer click. A button activated from the keyboard (Tab to it,
    * then Enter or Space) fires a click event too, but with `detail` 0 and no pointer position: a
    * policy blind to the screenshot passed every layout of local.playground-2 that way (Tab focuses
@@ -139,6 +132,13 @@
     return config().family === "click" && e.detail === 0;
   }
 
+  /* Dense shaping for the click family, opt-in per task (the `near_target` milestone): a click
+   * that lands within `near_radius` page pixels of the target's centre before the one submission.
+   * A list of radii grades it: the outermost ring marks `near_target`, each inner ring r marks
+   * `near_target_<r>` too, so a closer miss earns more than a far one (each flag pays once per
+   * episode). A random clicker lands in a single 250 px ring about 5 % of the time, too rarely to
+   * steer a policy; rings out to 600 px tell most clicks which way is closer.
+   * Capture phase, so it is seen before a button click locks the form. */
   document.addEventListener("click", function (e) {
     const cfg = config();
     if (cfg.family !== "click" || keyboardActivation(e) || !wants("near_target") || HALO.state().submission !== null) return;
