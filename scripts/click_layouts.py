@@ -20,7 +20,7 @@ import math
 import torch
 from playwright.async_api import async_playwright
 
-from halo.actions import format_tool_call, to_pixels
+from halo.actions import LEFT_CLICKS, format_tool_call, to_pixels
 from halo.policy_results import Candidate
 from halo.schemas import Action, Task, Viewport
 from halo.settings.env import EnvSettings
@@ -33,7 +33,6 @@ from halo_sites.tasks import get_task
 from halo_trainer.learner.learner import Learner, LearnerBatch
 
 BUTTON_SIZES = {"large": (260, 110), "medium": (180, 76)}  # px, the Playground's style.css
-CLICKS = ("left_click", "double_click", "triple_click")
 VIEWPORT = Viewport()
 HIT = 5.0  # a first-click reward above this includes the success bonus: the target was hit
 
@@ -94,7 +93,7 @@ def layout_reward(config: dict, boxes: dict[str, Box]):
         a = c.action
         if a is None:
             return w.invalid
-        if a.action not in CLICKS or a.coordinate is None:
+        if a.action not in LEFT_CLICKS or a.coordinate is None:
             return w.valid
         x, y = to_pixels(a.coordinate, VIEWPORT)  # the pixel the env clicks
         rings = sum(math.hypot(x - cx, y - cy) <= r for r in radii)

@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from halo.actions import to_pixels
+from halo.actions import LEFT_CLICKS, to_pixels
 from halo.schemas.env import Viewport
 from halo_sites.tasks import get_task
 from halo_trainer.config import EVAL_SEED_OFFSET
@@ -32,8 +32,6 @@ from halo_trainer.observe.viewer.folders import whole_records
 
 LAYOUTS = 4
 TASK = "local.playground-2"
-# The actions that fire a click event on the page, and so answer a click task.
-POINTER_CLICKS = {"left_click", "double_click", "triple_click"}
 
 
 def _button_centres() -> list[tuple[float, float]]:
@@ -44,7 +42,7 @@ def _distances(action: dict, layout: int, centres: list[tuple[float, float]]) ->
     """A pointer click's pixel distance to the shown layout's button, its mean distance to the
     other layouts' buttons, and whether the shown layout's button is the nearest of the four (a
     quarter of a blind policy's clicks); None for any other action."""
-    if action.get("action") not in POINTER_CLICKS or action.get("coordinate") is None:
+    if action.get("action") not in LEFT_CLICKS or action.get("coordinate") is None:
         return None
     x, y = to_pixels(tuple(action["coordinate"]), Viewport())
     d = [((x - cx) ** 2 + (y - cy) ** 2) ** 0.5 for cx, cy in centres]

@@ -24,6 +24,9 @@ from halo.schemas.actions import (
 from halo.schemas.env import Viewport
 
 TOOL_NAME = "computer_use"
+# The actions whose left-button press fires a DOM click event at their coordinate: what answers a
+# click task (a right or middle click does not).
+LEFT_CLICKS = frozenset({"left_click", "double_click", "triple_click"})
 MAX_ANSWER_CHARS = 16_384  # an answer longer than this is degenerate sampling, not an action
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
