@@ -415,7 +415,10 @@ async def test_the_run_page_shows_success_per_task_with_the_tasks_that_moved_fir
     # Another window: the page asks the route again and redraws with its figures.
     await page.select_option("#task-window", "3")
     await page.wait_for_function("window.haloViewer.tasks.window === 3")
+    # The figures are fetched before the section is swapped into the page: wait for the new table, not the fetch.
+    cell = f'#tasks tr[data-task="{PLAYGROUND[0]}"] td[data-col="train-last"]'
+    await page.wait_for_function("(sel) => document.querySelector(sel)?.innerText.includes('3 updates,')", arg=cell)
     hits, samples = window_of(PLAYGROUND[0], 3, True)
-    text = await page.locator(f'#tasks tr[data-task="{PLAYGROUND[0]}"] td[data-col="train-last"]').inner_text()
+    text = await page.locator(cell).inner_text()
     assert f"{hits}/{samples}" in text and "3 updates," in text
     assert page.errors == []
