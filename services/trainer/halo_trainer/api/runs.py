@@ -160,7 +160,10 @@ class RunManager:
             defaults = checked_defaults(self.settings.rl_config, profile)
         except DefaultsError as exc:  # the trainer's setup, not the request: fix the file, restart
             raise RunRefused(503, f"{exc}; fix it (HALO_TRAINER_RL_CONFIG) and restart the trainer") from exc
-        cfg = resolve(spec, run_id, chosen.tasks, defaults, profile)
+        try:
+            cfg = resolve(spec, run_id, chosen.tasks, defaults, profile)
+        except ValidationError as exc:  # knobs each valid alone that do not go together (RunConfig's checks)
+            raise RunRefused(422, "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())) from exc
         if cfg.mcts is not None:
             try:
                 check_critic(cfg.mcts)
