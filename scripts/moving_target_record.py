@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -32,6 +33,10 @@ from halo_trainer.observe.viewer.folders import whole_records
 
 LAYOUTS = 4
 TASK = "local.playground-2"
+
+
+# Per block of updates, the mean of these metrics.jsonl values (a name a run never logged is left out).
+BLOCK_METRICS = ("train/entropy", "train/kl", "train/seed_contrasted_fraction")
 
 
 def _button_centres() -> list[tuple[float, float]]:
@@ -85,6 +90,12 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         width = min(len(c) for c in cands)
         paired[update // block][0] += sum(len({c[i] for c in cands}) == 1 for i in range(width))
         paired[update // block][1] += width
+    means: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for line in whole_records(run_dir / "metrics.jsonl"):
+        b = max(int(line["update"]) - 1, 0) // block  # a line's update counts the updates done, itself included
+        for name in BLOCK_METRICS:
+            if isinstance(line.get(name), int | float) and math.isfinite(line[name]):  # NaN: a skipped step
+                means[b][name].append(float(line[name]))
     pooled = evals[-last_evals:]
     k = sum(round(e["eval/success_rate"] * e["eval/episodes"]) for e in pooled)
     n = sum(int(e["eval/episodes"]) for e in pooled)
@@ -93,6 +104,8 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         "seed": cfg["seed"],
         "learning_rate": cfg["learning_rate"],
         "common_random_numbers": cfg.get("common_random_numbers", False),
+        "kl_coef": cfg.get("kl_coef", 0.0),
+        "seed_contrast": cfg.get("seed_contrast", 0.0),
         "updates": max(groups) + 1 if groups else 0,
         "minutes": round((evals[-1]["time"] - evals[0]["time"]) / 60, 1) if evals else 0.0,
         "evaluations": [
@@ -111,6 +124,10 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         },
         "identical_candidates_across_groups": {
             f"{b * block}-{b * block + block - 1}": {"identical": v[0], "of": v[1]} for b, v in sorted(paired.items())
+        },
+        "train_metric_means": {
+            f"{b * block}-{b * block + block - 1}": {n: round(sum(v) / len(v), 4) for n, v in sorted(means[b].items())}
+            for b in sorted(means)
         },
         "pointer_click_distance_px": {
             f"{b * block}-{b * block + block - 1}": _click_summary(clicks[b], sum(samples[b])) for b in sorted(samples)

@@ -16,7 +16,7 @@ from halo.schemas import (
     Transition,
     Viewport,
 )
-from halo_trainer.learner.batching import advantages, select_groups
+from halo_trainer.learner.batching import advantages, contrast_across_seeds, select_groups
 from halo_trainer.observe.metrics import rollout_metrics, wilson_interval
 from tests.learner_config import plain_config
 
@@ -178,3 +178,73 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
         learner_batch(
             [t.model_copy(update={"sampling": wide}) for t in transitions], [1.0, -1.0], processor, store, **kw
         )
+
+
+def cand(layout: int, text: str, reward: float, task: str = "local.playground-2", step: int = 0) -> Transition:
+    """Candidate ``text`` of layout ``layout``'s step group (one group per layout, as one update plays them)."""
+    return tr(f"j{layout}-s{step}", f"e{layout}", reward, i=hash((layout, text, task, step)) % 10_000).model_copy(
+        update={"completion_text": text, "task_id": task, "step": step}
+    )
+
+
+def test_seed_contrast_takes_out_what_an_action_earned_on_every_seed():
+    # Four layouts, the same three candidates drawn on each (common random numbers); "q<k>" hits layout k.
+    groups = [[cand(k, "q0", 10.0 * (k == 0)), cand(k, "q1", 10.0 * (k == 1)), cand(k, "noop", 0.0)] for k in range(4)]
+    plain = advantages(groups, GroupMode.STEP, "dr_grpo")
+    contrasted, matched = contrast_across_seeds(groups, plain, 1.0)
+    assert matched == 12
+    # Per action, the contrasted advantages sum to zero over the seeds: no seed-independent push is left.
+    for i in range(3):
+        assert sum(g[i] for g in contrasted) == pytest.approx(0.0, abs=1e-9)
+    # Plain: [20/3, -10/3, -10/3] on layout 0, the same permuted on layout 1, zero where nothing hit.
+    # Each action's mean over the 4 layouts, [5/6, 5/6, -5/3], is what it earned on every layout alike.
+    assert plain[0] == pytest.approx([20 / 3, -10 / 3, -10 / 3]) and plain[2] == [0.0, 0.0, 0.0]
+    assert contrasted[0] == pytest.approx([20 / 3 - 5 / 6, -10 / 3 - 5 / 6, -10 / 3 + 5 / 3])
+    # Where nothing hit, the clicks that hit elsewhere are now pushed down: on this screen they are worse.
+    assert contrasted[2] == pytest.approx([-5 / 6, -5 / 6, 5 / 3])
+    half, _ = contrast_across_seeds(groups, plain, 0.5)
+    for h, p, c in zip(half, plain, contrasted, strict=True):
+        assert h == pytest.approx([(a + b) / 2 for a, b in zip(p, c, strict=True)])
+    assert contrast_across_seeds(groups, plain, 0.0)[0] == plain
+
+
+def test_seed_contrast_leaves_actions_played_on_one_seed_or_elsewhere_alone():
+    groups = [
+        [cand(0, "a", 1.0), cand(0, "only-here", 0.0)],
+        [cand(1, "a", 0.0), cand(1, "b", 2.0)],
+        [cand(2, "a", 5.0, task="local.playground-4"), cand(2, "c", 0.0, task="local.playground-4")],  # another task
+        [cand(3, "a", 5.0, step=1), cand(3, "d", 0.0, step=1)],  # another step
+    ]
+    plain = advantages(groups, GroupMode.STEP, "dr_grpo")
+    contrasted, matched = contrast_across_seeds(groups, plain, 1.0)
+    assert matched == 2  # "a" at step 0 of playground-2, on seeds 0 and 1
+    assert contrasted[0][1] == plain[0][1] and contrasted[1][1] == plain[1][1]
+    assert contrasted[2] == plain[2] and contrasted[3] == plain[3]
+    assert contrasted[0][0] == pytest.approx(plain[0][0] - (plain[0][0] + plain[1][0]) / 2)
+
+
+def test_seed_contrast_leaves_no_gradient_on_the_screen_blind_weights():
+    """A softmax policy over 3 clicks with logits ``w + V @ x_layout``: ``w`` is the part that moves every
+    layout alike. With the same candidates on every layout, the contrasted update has no component
+    on ``w``, and its step on ``V`` still raises each layout's own button."""
+    torch.manual_seed(0)
+    x = torch.eye(4)
+    w, v = torch.zeros(3, requires_grad=True), (0.1 * torch.randn(3, 4)).requires_grad_()
+    texts = ["q0", "q1", "noop"]
+    groups = [[cand(k, t, 10.0 * (t == f"q{k}")) for t in texts] for k in range(4)]
+    plain = advantages(groups, GroupMode.STEP, "dr_grpo")
+    contrasted, _ = contrast_across_seeds(groups, plain, 1.0)
+
+    def grads(adv):
+        logp = torch.log_softmax(w + (v @ x).T, dim=-1)  # [layout, action]
+        loss = -sum(adv[k][i] * logp[k, i] for k in range(4) for i in range(3))
+        return torch.autograd.grad(loss, (w, v))
+
+    (gw_plain, _), (gw, gv) = grads(plain), grads(contrasted)
+    assert gw_plain.abs().max() > 1.0  # without the contrast, a blind push
+    assert gw.abs().max() < 1e-6
+    with torch.no_grad():
+        before = torch.log_softmax((v @ x).T, dim=-1)
+        after = torch.log_softmax(((v - 0.01 * gv) @ x).T, dim=-1)
+    assert after[0, 0] > before[0, 0] and after[1, 1] > before[1, 1]  # q0 on layout 0, q1 on layout 1
+    assert after[2, 0] < before[2, 0] and after[3, 1] < before[3, 1]  # and less of them where they miss

@@ -252,3 +252,12 @@ def test_common_random_numbers_give_the_jobs_of_one_update_one_sampling_seed():
     plain = resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny")
     assert plain.common_random_numbers is False
     assert train_job(plain, policy, 5).sampling_seed is None
+
+
+def test_seed_contrast_needs_step_groups():
+    defaults = load_defaults("configs/rl_config.yaml")
+    spec = RunSpec(domain="playground", seed_contrast=1.0, common_random_numbers=True)
+    assert resolve(spec, "r", ["local.playground-2"], defaults, "tiny").seed_contrast == 1.0
+    assert resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny").seed_contrast == 0.0
+    with pytest.raises(ValueError, match="seed_contrast=1.0 needs group_mode=step"):
+        resolve(RunSpec(domain="playground", seed_contrast=1, group_mode="episode"), "r", ["t"], defaults, "tiny")

@@ -46,7 +46,15 @@ def test_layouts_pairing_and_the_pooled_interval(tmp_path, rec):
         _episode("r-eval1-x-0", 2, "eval", ["e"], [False]),
     ]
     (run / "episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
+    metrics = [
+        {"update": 1, "train/entropy": 0.8, "train/seed_contrasted_fraction": 1.0, "train/loss": 3.0},
+        {"update": 2, "train/entropy": 0.6, "train/seed_contrasted_fraction": 0.5},
+        {"update": 3, "train/entropy": float("nan")},  # a skipped step's NaN is left out
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     out = rec.record(run, block=2, last_evals=2)
+    assert out["train_metric_means"]["0-1"] == {"train/entropy": 0.7, "train/seed_contrasted_fraction": 0.75}
+    assert "2-3" not in out["train_metric_means"]
     assert out["seed"] == 1 and out["updates"] == 2 and out["minutes"] == 2.0
     assert out["sampled_hits_per_layout"]["0-1"] == {"hits": [0, 1, 0, 1], "samples": [2, 2, 2, 2]}
     assert out["identical_candidates_across_groups"]["0-1"] == {"identical": 3, "of": 4}

@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from halo.schemas import Algorithm, RunSpec, SamplingParams, knobs
+from halo.schemas import Algorithm, GroupMode, RunSpec, SamplingParams, knobs
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 from halo_trainer.mcts.settings import MCTSConfig
@@ -68,6 +68,17 @@ class _ResolvedRun(BaseModel):
             raise ValueError(
                 f"tis_cap={self.tis_cap} needs epochs_per_batch=1 (got {self.epochs_per_batch}): set tis_cap to "
                 "null or make one pass per batch"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _contrast_needs_step_groups(self) -> _ResolvedRun:
+        if self.seed_contrast and self.group_mode is not GroupMode.STEP:
+            # Episode groups diverge after their first step, so there is no one action whose
+            # reward on several seeds can be compared.
+            raise ValueError(
+                f"seed_contrast={self.seed_contrast} needs group_mode=step (got {self.group_mode.value}): "
+                "set seed_contrast to 0 or use step groups"
             )
         return self
 

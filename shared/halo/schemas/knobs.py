@@ -119,6 +119,14 @@ KNOBS: tuple[Knob, ...] = (
          "cannot yet tell their states apart, their groups draw the same candidates, so the reward, "
          "not the draw, is what differs between them (a moving target's layouts); false: each job its own",
          before=False),
+    Knob("seed_contrast", "grpo", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.0,
+         "Share of an action's advantage that it earned on every seed alike, taken out (step groups): where one "
+         "update played the same action at the same step of one task on several seeds, each gets its advantage "
+         "minus this times their mean, so what is left is what the seed changed. 1 removes the part of the "
+         "update that moves every seed's policy the same way (a screen-blind step); it also removes all signal "
+         "from tasks whose answer does not depend on the seed. A different objective, not an unbiased "
+         "estimate (docs/trainer.md); 0 = plain group advantages",
+         before=0.0),
     Knob("prefetch_updates", "grpo", _int(0, 8), 0,
          "Updates' worth of jobs in flight beyond the current one (1: workers sample while the learner "
          "updates); 0 = synchronous. On 2 CPU cores 1 gained no wall time (bench/bench_loop.py, docs/env.md); "

@@ -7,7 +7,8 @@
             plus `prefetch_updates` updates' worth more, so workers sample while the learner
             updates; failed jobs are replaced, outages waited out, duplicates dropped
         keep the groups sampled at most `max_staleness` versions ago
-        advantages per group; `epochs_per_batch` learner steps                (halo_trainer.learner.learner)
+        advantages per group (`seed_contrast`: less what an action earned on every seed alike);
+            `epochs_per_batch` learner steps                                   (halo_trainer.learner.learner)
         every `sync_every` updates: publish version k+1 into vLLM               (loop_parts.publisher)
         every `eval_every` updates: greedy episodes on held-out seeds          (loop_parts.evaluation)
         every `checkpoint_every` updates: checkpoint, then acknowledge the results it contains
@@ -31,7 +32,7 @@ import time
 
 from halo.schemas import GroupMode, RolloutResult, Transition
 from halo_trainer.config import RunConfig
-from halo_trainer.learner.batching import advantages, learner_batch, select_groups
+from halo_trainer.learner.batching import advantages, contrast_across_seeds, learner_batch, select_groups
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
@@ -71,7 +72,11 @@ class GrpoLoop:
         metrics = rollout_metrics(messages, selection, self.c.version)
         kept = [t for g in selection.groups for t in g]
         if kept:
-            adv = [a for g in advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type) for a in g]
+            per_group = advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type)
+            if self.cfg.seed_contrast:
+                per_group, matched = contrast_across_seeds(selection.groups, per_group, self.cfg.seed_contrast)
+                metrics["train/seed_contrasted_fraction"] = matched / len(kept)
+            adv = [a for g in per_group for a in g]
             metrics |= await asyncio.to_thread(self._learn, kept, adv)
             metrics |= self.gap_alarm.check(metrics)
         return metrics
