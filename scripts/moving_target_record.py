@@ -55,6 +55,11 @@ def _distances(action: dict, layout: int, centres: list[tuple[float, float]]) ->
     return d[layout], sum(others) / len(others), d[layout] < min(others)
 
 
+def _span(b: int, block: int) -> str:
+    """Block ``b``'s label: its first and last update."""
+    return f"{b * block}-{b * block + block - 1}"
+
+
 def _interval(k: int, n: int) -> dict[str, Any]:
     low, high = wilson_interval(k, n) if n else (0.0, 1.0)
     return {"successes": k, "n": n, "rate": k / n if n else None, "wilson95": [round(low, 3), round(high, 3)]}
@@ -119,18 +124,15 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         ],
         f"greedy_last_{last_evals}_evaluations": _interval(k, n),
         "blocks_of_updates": block,
-        "sampled_hits_per_layout": {
-            f"{b * block}-{b * block + block - 1}": {"hits": hits[b], "samples": samples[b]} for b in sorted(samples)
-        },
+        "sampled_hits_per_layout": {_span(b, block): {"hits": hits[b], "samples": samples[b]} for b in sorted(samples)},
         "identical_candidates_across_groups": {
-            f"{b * block}-{b * block + block - 1}": {"identical": v[0], "of": v[1]} for b, v in sorted(paired.items())
+            _span(b, block): {"identical": v[0], "of": v[1]} for b, v in sorted(paired.items())
         },
         "train_metric_means": {
-            f"{b * block}-{b * block + block - 1}": {n: round(sum(v) / len(v), 4) for n, v in sorted(means[b].items())}
-            for b in sorted(means)
+            _span(b, block): {n: round(sum(v) / len(v), 4) for n, v in sorted(means[b].items())} for b in sorted(means)
         },
         "pointer_click_distance_px": {
-            f"{b * block}-{b * block + block - 1}": _click_summary(clicks[b], sum(samples[b])) for b in sorted(samples)
+            _span(b, block): _click_summary(clicks[b], sum(samples[b])) for b in sorted(samples)
         },
     }
 
