@@ -72,6 +72,7 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
     samples: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)
     groups: dict[int, list[list[str]]] = defaultdict(list)
     greedy: dict[int, list[int]] = defaultdict(lambda: [0] * LAYOUTS)  # update -> successes per layout
+    answers: dict[int, list[str | None]] = defaultdict(lambda: [None] * LAYOUTS)  # update -> first greedy action
     clicks: dict[int, list[tuple[float, float, bool]]] = defaultdict(list)  # block -> _distances
     centres = _button_centres()
     for ep in whole_records(run_dir / "episodes.jsonl"):
@@ -79,6 +80,8 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
             parts = ep["job_id"].split("-")  # <run>-eval<round>-<slot>[-r<attempt>]
             slot = int(parts[-2] if parts[-1].startswith("r") else parts[-1])
             greedy[ep["update"]][(EVAL_SEED_OFFSET + slot) % LAYOUTS] += int(ep["success"])
+            if ep["steps"] and ep["steps"][0]["candidates"]:
+                answers[ep["update"]][(EVAL_SEED_OFFSET + slot) % LAYOUTS] = ep["steps"][0]["candidates"][0]["action_text"]
             continue
         index = int(ep["job_id"].rsplit("-j", 1)[1])
         layout = (cfg["seed"] * 100_003 + index) % LAYOUTS
@@ -119,6 +122,7 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
                 "successes": round(e["eval/success_rate"] * e["eval/episodes"]),
                 "episodes": int(e["eval/episodes"]),
                 "per_layout": greedy.get(e["update"]),
+                "answers": answers.get(e["update"]),
             }
             for e in evals
         ],

@@ -59,6 +59,7 @@ def test_layouts_pairing_and_the_pooled_interval(tmp_path, rec):
     assert out["sampled_hits_per_layout"]["0-1"] == {"hits": [0, 1, 0, 1], "samples": [2, 2, 2, 2]}
     assert out["identical_candidates_across_groups"]["0-1"] == {"identical": 3, "of": 4}
     assert out["evaluations"][2]["per_layout"] == [0, 0, 1, 0]
+    assert out["evaluations"][2]["answers"] == ["e", None, "e", None]  # the first greedy action per layout
     pooled = out["greedy_last_2_evaluations"]
     assert (pooled["successes"], pooled["n"]) == (6, 8) and pooled["wilson95"][0] > 0.25
 
