@@ -29,7 +29,9 @@ sites service: ``click_layouts.screenshots``) and measures each link of the chai
    policy that ignores the screenshot can reach (below it the image is used), and ``image_tv``
    (``click_layouts.image_sensitivity`` on the screen-centre click, before the step's update).
    Settings (``--settings``): ``lora`` (r 8, alpha 16, lr 1e-2 as in the probes), ``lora-lr1e-3``,
-   ``lora+vision`` (``full_weights=("vision",)`` at 1e-3), ``all`` (every weight at 1e-3).
+   ``lora-lr3e-3`` (the moving-target GRPO runs' rate), ``lora+vision`` (``full_weights=("vision",)``
+   at 1e-3), ``all`` (every weight at 1e-3), ``tower-lora-lr3e-3`` (``lora_target="language+tower"``:
+   the adapter on the vision tower as well, at 3e-3).
 4. ``gradient``: the image-dependent part of a gradient. For target i on screenshot j, g(i, j) is
    the gradient of target i's cross-entropy; ``image_share`` = mean over i != j of
    |g(i, i) - g(i, j)| / |g(i, i)| (how much of a step toward an answer depends on which screenshot
@@ -84,11 +86,13 @@ from halo_model.resolution import resolve_model
 from halo_trainer.learner.learner import Learner, LearnerBatch
 
 MAX_TOKENS = 128  # the probes' sampler max_tokens: dr_grpo's constant normaliser
-SETTINGS = {  # name -> (full_weights, LoRA lr, full-weights lr)
-    "lora": ((), 1e-2, 1e-3),
-    "lora-lr1e-3": ((), 1e-3, 1e-3),
-    "lora+vision": (("vision",), 1e-2, 1e-3),
-    "all": (("all",), 1e-2, 1e-3),
+SETTINGS = {  # name -> (full_weights, LoRA lr, full-weights lr, lora_target)
+    "lora": ((), 1e-2, 1e-3, "language"),
+    "lora-lr1e-3": ((), 1e-3, 1e-3, "language"),
+    "lora-lr3e-3": ((), 3e-3, 1e-3, "language"),  # the rate of the moving-target GRPO runs
+    "lora+vision": (("vision",), 1e-2, 1e-3, "language"),
+    "all": (("all",), 1e-2, 1e-3, "language"),
+    "tower-lora-lr3e-3": ((), 3e-3, 1e-3, "language+tower"),  # the adapter on the vision tower too
 }
 
 
@@ -280,11 +284,12 @@ def gradient_report(learner: Learner, processor, shots: list[bytes], goal: str, 
 
 def train_setting(name: str, model_dir: str, processor, shots, goal, config, steps: int, hold: int, emit) -> None:
     """Link 3 (and 4 at its start and end) for one setting of trained parameters."""
-    full, lr, full_lr = SETTINGS[name]
+    full, lr, full_lr, target = SETTINGS[name]
     learner = Learner(
         load_model(model_dir),
         LearnerConfig(
             learning_rate=lr,
+            lora_target=target,
             lora_r=8,
             lora_alpha=16,
             max_tokens=MAX_TOKENS,
