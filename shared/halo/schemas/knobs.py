@@ -190,8 +190,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("lora_target", "lora", LoraTarget, "language",
          'Where the adapter reaches (docs/trainer.md, "What learns"): language | language+merger (+ the vision'
          " merger and deepstack mergers) | language+tower (+ the vision blocks); the vision side needs the "
-         "policy server started with tower LoRA (HALO_TOWER_LORA=true), and a run refuses to start against one"
-         " without it",
+         "policy server started with tower LoRA (HALO_POLICY_TOWER_LORA=true; Compose: HALO_TOWER_LORA=true),"
+         " and a run refuses to start against one without it",
          learner=True, before="language"),
     # -- full_weights ----------------------------------------------------------------------------
     Knob("full_weights", "full_weights", FullWeights, (),
