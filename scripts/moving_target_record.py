@@ -79,9 +79,10 @@ def record(run_dir: Path, block: int, last_evals: int) -> dict[str, Any]:
         if ep["purpose"] == "eval":
             parts = ep["job_id"].split("-")  # <run>-eval<round>-<slot>[-r<attempt>]
             slot = int(parts[-2] if parts[-1].startswith("r") else parts[-1])
-            greedy[ep["update"]][(EVAL_SEED_OFFSET + slot) % LAYOUTS] += int(ep["success"])
+            shown = (EVAL_SEED_OFFSET + slot) % LAYOUTS
+            greedy[ep["update"]][shown] += int(ep["success"])
             if ep["steps"] and ep["steps"][0]["candidates"]:
-                answers[ep["update"]][(EVAL_SEED_OFFSET + slot) % LAYOUTS] = ep["steps"][0]["candidates"][0]["action_text"]
+                answers[ep["update"]][shown] = ep["steps"][0]["candidates"][0]["action_text"]
             continue
         index = int(ep["job_id"].rsplit("-j", 1)[1])
         layout = (cfg["seed"] * 100_003 + index) % LAYOUTS
