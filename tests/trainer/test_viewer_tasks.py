@@ -27,6 +27,7 @@ from halo.schemas import (
     RunState,
     RunStatus,
     SearchJob,
+    TaskSampling,
 )
 from halo.schemas.task_success import RunTaskSuccess
 from halo.settings.eval import EvalSettings
@@ -125,7 +126,17 @@ async def test_the_grpo_loop_records_each_evaluation_and_update_per_task(
     redis = aioredis.from_url(clean_redis)
     tasks = PLAYGROUND[:2]
     run_dir = tmp_path / "run"
-    loop = make_loop(redis, run_dir, vllm_admin.url, base_model, episodes=4, eval_every=2, eval_episodes=5, tasks=tasks)
+    loop = make_loop(  # tasks in turn: one job per task per update (the tiny profile draws them)
+        redis,
+        run_dir,
+        vllm_admin.url,
+        base_model,
+        episodes=4,
+        eval_every=2,
+        eval_episodes=5,
+        tasks=tasks,
+        task_sampling=TaskSampling.ROUND_ROBIN,
+    )
 
     async def play(job: RolloutJob) -> RolloutResult:
         # Held-out, only the second task succeeds; in training, only the first.

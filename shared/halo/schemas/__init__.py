@@ -11,7 +11,7 @@ from halo.schemas.actions import (
     ParseErrorReason,
 )
 from halo.schemas.base import SCHEMA_VERSION, Message, new_id
-from halo.schemas.choices import Algorithm, LossType, TrackerName
+from halo.schemas.choices import Algorithm, LossType, TaskSampling, TrackerName
 from halo.schemas.env import (
     CreateSessionRequest,
     ErrorKind,
@@ -62,6 +62,7 @@ __all__ = [
     "ActionType",
     "Algorithm",
     "BranchPolicy",
+    "TaskSampling",
     "CreateSessionRequest",
     "EpisodeGroupJob",
     "EpisodeSummary",

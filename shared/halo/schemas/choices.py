@@ -27,6 +27,13 @@ class GroupMode(StrEnum):
     EPISODE = "episode"  # N full episodes of one task, advantage on the episode return
 
 
+class TaskSampling(StrEnum):
+    """Which task each training job of a several-task run plays."""
+
+    ROUND_ROBIN = "round_robin"  # job i plays tasks[i % len(tasks)]
+    SIGNAL = "signal"  # drawn with weights that follow the task's recent mean |advantage|
+
+
 class BranchPolicy(StrEnum):
     """Which fork a step-group episode continues from."""
 

@@ -33,6 +33,7 @@ from halo.schemas.choices import (
     LossType,
     Reference,
     StructuredMode,
+    TaskSampling,
     TrackerName,
     check_full_weights,
     check_trackers,
@@ -147,6 +148,11 @@ KNOBS: tuple[Knob, ...] = (
          "nats/token", before=None),
     Knob("group_mode", "grpo", GroupMode, GroupMode.STEP,
          "step: fork N ways at each state; episode: N full episodes per task"),
+    Knob("task_sampling", "grpo", TaskSampling, TaskSampling.ROUND_ROBIN,
+         "Which task each training job plays when a run has several: round_robin (in turn) | signal (drawn in "
+         "proportion to the task's recent mean absolute advantage, a quarter of the draws spread evenly so that no task is "
+         "dropped; a task with no groups yet counts as the best seen). GRPO only (docs/trainer.md)",
+         before=TaskSampling.ROUND_ROBIN),
     Knob("branch", "grpo", BranchPolicy, BranchPolicy.SAMPLED,
          "Step groups continue from: sampled | best | random"),
     Knob("max_steps", "grpo", _int(1, 200), 15,
@@ -295,6 +301,11 @@ PROFILES: dict[str, dict[str, Override]] = {
         "lora_alpha": Override(16.0, "alpha / r = 2, as the default's"),
         "full_weights_lr": Override(1e-3, "a tenth of the tiny LoRA rate"),
         "max_steps": Override(3, "short episodes: each step is a forward of the policy on 2 cores"),
+        "task_sampling": Override(
+            TaskSampling.SIGNAL,
+            "of the 12 Playground tasks a blind random-weight policy gets reward variance on few; in turn, a "
+            "40-update run moved none (README)",
+        ),
         "kl_coef": Override(0.0, "the reference pass doubles the learner's time on 2 cores"),
         "checkpoint_every": Override(1, "a tiny checkpoint is cheap; a short run loses no update to a kill"),
         "structured_outputs": Override(

@@ -4,6 +4,7 @@
     serve the current adapter; evaluate the starting policy
     while episodes remain and nobody asked to stop:
         collect `jobs_per_update` results, keeping that many jobs in flight    (loop_parts.pipeline)
+            (each job's task in turn, or drawn where updates find signal      (loop_parts.task_schedule))
             plus `prefetch_updates` updates' worth more, so workers sample while the learner
             updates; failed jobs are replaced, outages waited out, duplicates dropped
         keep the groups sampled at most `max_staleness` versions ago
@@ -35,6 +36,7 @@ from halo_trainer.config import RunConfig
 from halo_trainer.learner.batching import advantages, contrast_across_seeds, learner_batch, select_groups
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
+from halo_trainer.loop_parts.task_schedule import task_of_job, update_signal
 from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
 from halo_trainer.observe.task_counts import TrainTaskLog, train_task_counts
 
@@ -43,12 +45,13 @@ class GrpoLoop:
     def __init__(self, cfg: RunConfig, **services) -> None:
         self.cfg = cfg
         per_job = 1 if cfg.group_mode is GroupMode.STEP else cfg.num_generations  # step groups: one episode
-        self.parts = RunParts(
-            cfg, train_job=lambda policy, i: train_job(cfg, policy, i), episodes_per_job=per_job, **services
-        )
+        self.parts = RunParts(cfg, train_job=self._train_job, episodes_per_job=per_job, **services)
         self.c, self.learner = self.parts.c, self.parts.learner
         self.gap_alarm = GapAlarm(cfg.behaviour_gap_alarm, cfg.run_id)
         self.task_log = TrainTaskLog(self.parts.run_dir / "train_tasks.jsonl")
+
+    def _train_job(self, policy, index: int):
+        return train_job(self.cfg, policy, index, task_of_job(self.cfg, index, self.c.task_signal))
 
     async def run(self, stop: asyncio.Event) -> str:
         """Train until the episode budget is spent ("finished") or ``stop`` is set ("stopped")."""
@@ -73,6 +76,7 @@ class GrpoLoop:
         kept = [t for g in selection.groups for t in g]
         if kept:
             per_group = advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type)
+            self.c.task_signal = update_signal(self.c.task_signal, selection.groups, per_group)
             if self.cfg.seed_contrast:
                 per_group, matched = contrast_across_seeds(selection.groups, per_group, self.cfg.seed_contrast)
                 metrics["train/seed_contrasted_fraction"] = matched / len(kept)

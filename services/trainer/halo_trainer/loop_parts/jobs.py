@@ -9,17 +9,18 @@ from halo.schemas import EpisodeGroupJob, EvalJob, GroupMode, PolicyVersion, Sea
 from halo_trainer.config import EVAL_SEED_OFFSET, RunConfig
 
 
-def _sequence(cfg: RunConfig, policy: PolicyVersion, index: int) -> dict[str, Any]:
+def _sequence(cfg: RunConfig, policy: PolicyVersion, index: int, task: str | None = None) -> dict[str, Any]:
     """What job ``index`` of the run's sequence is, whatever its kind: its id, task, seed and sampling.
 
-    Ids and seeds are deterministic: after a crash the same job maps to the same results.
+    Ids and seeds are deterministic: after a crash the same job maps to the same results. ``task``:
+    the one ``task_schedule`` drew for it; by default the tasks in turn.
     """
     job_id = f"{cfg.run_id}-j{index}"
     first_of_update = index - index % cfg.jobs_per_update
     return {
         "job_id": job_id,
         "run_id": cfg.run_id,
-        "task_id": cfg.tasks[index % len(cfg.tasks)],
+        "task_id": task if task is not None else cfg.tasks[index % len(cfg.tasks)],
         "group_id": job_id,
         "policy": policy,
         "temperature": cfg.temperature,
@@ -30,10 +31,12 @@ def _sequence(cfg: RunConfig, policy: PolicyVersion, index: int) -> dict[str, An
     }
 
 
-def train_job(cfg: RunConfig, policy: PolicyVersion, index: int) -> StepGroupJob | EpisodeGroupJob:
+def train_job(
+    cfg: RunConfig, policy: PolicyVersion, index: int, task: str | None = None
+) -> StepGroupJob | EpisodeGroupJob:
     """Job ``index`` of the run's training sequence: a group of ``num_generations`` on a task,
     a step group or an episode group as the run's ``group_mode`` says."""
-    common = _sequence(cfg, policy, index)
+    common = _sequence(cfg, policy, index, task)
     if cfg.group_mode is GroupMode.STEP:
         return StepGroupJob(**common, group_size=cfg.num_generations, branch=cfg.branch)
     return EpisodeGroupJob(**common, group_size=cfg.num_generations)
