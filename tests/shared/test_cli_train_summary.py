@@ -57,6 +57,32 @@ def test_the_summary_reads_before_and_after_with_intervals_and_says_where_things
     ]
 
 
+def test_the_summary_names_the_tasks_whose_held_out_success_moved() -> None:
+    def line(version: int, first: int, second: int) -> dict:
+        tasks = {
+            "local.playground-1": {"episodes": 3, "successes": first},
+            "local.playground-2": {"episodes": 3, "successes": second},
+        }
+        rate = (first + second) / 6
+        return {
+            "update": version,
+            "eval/success_rate": rate,
+            "eval/episodes": 6.0,
+            "eval/policy_version": float(version),
+            "tasks": tasks,
+        }
+
+    evals = [line(0, 0, 0), line(10, 3, 0), line(20, 3, 1), line(40, 0, 0)]
+    rows = run_summary(status(), evals, VIEWER).splitlines()
+    assert rows[1].startswith("  held-out success  0.00 (0/6, v0)  ->  0.00 (0/6, v40)")
+    assert rows[2] == "  tasks that moved  local.playground-1  0/3 (v0) -> best 3/3 (v10) -> 0/3 (v40)"
+    assert rows[3] == "                    local.playground-2  0/3 (v0) -> best 1/3 (v20) -> 0/3 (v40)"
+    assert rows[4].startswith("  updates")
+    flat = run_summary(status(), [line(0, 1, 0), line(10, 1, 0)], VIEWER).splitlines()
+    assert flat[2] == "  tasks that moved  none: no task's held-out successes rose above its first evaluation's"
+    assert "tasks that moved" not in run_summary(status(), EVALS, VIEWER)  # lines without per-task counts
+
+
 def test_the_summary_without_evaluations_or_updates_says_so() -> None:
     none = run_summary(status(RunState.STOPPED, policy_version=0, updates=0, adapter_name=None), [], VIEWER)
     assert "not measured (no evaluation ran" in none and "none yet: no update was published" in none

@@ -47,6 +47,41 @@ def _evaluation(line: Mapping[str, Any]) -> str:
     return f"{text} ({', '.join(details)})" if details else text
 
 
+def _label(line: Mapping[str, Any]) -> str:
+    if (version := _number(line, "eval/policy_version")) is not None:
+        return f"v{round(version)}"
+    return f"update {round(_number(line, 'update') or 0)}"
+
+
+def _task_counts(line: Mapping[str, Any], task: str) -> tuple[int, int]:
+    counts = line.get("tasks", {}).get(task, {}) if isinstance(line.get("tasks"), Mapping) else {}
+    return int(counts.get("successes", 0)), int(counts.get("episodes", 0))
+
+
+def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list[str]:
+    """The tasks whose held-out greedy successes rose above the first evaluation's at some
+    evaluation: first -> best -> last, from each line's ``tasks`` counts (the viewer's "Success per
+    task" table). A several-task run's overall rate can hide one task that learned; this names it.
+    """
+    lines = [line for line in evaluations if isinstance(line.get("tasks"), Mapping)]
+    if len(lines) < 2:
+        return []
+    tasks = dict.fromkeys(t for line in lines for t in line["tasks"])
+    moved = []
+    for task in tasks:
+        counts = [_task_counts(line, task) for line in lines]
+        best = max(range(len(lines)), key=lambda i: (counts[i][0] / counts[i][1] if counts[i][1] else -1.0, -i))
+        first = counts[0][0] / counts[0][1] if counts[0][1] else 0.0
+        if counts[best][1] and counts[best][0] / counts[best][1] > first:
+            parts = [f"{counts[0][0]}/{counts[0][1]} ({_label(lines[0])})"]
+            parts.append(f"best {counts[best][0]}/{counts[best][1]} ({_label(lines[best])})")
+            parts.append(f"{counts[-1][0]}/{counts[-1][1]} ({_label(lines[-1])})")
+            moved.append(f"{task}  " + " -> ".join(parts))
+    return moved[:shown] + (
+        [f"and {len(moved) - shown} more (the viewer's Success per task)"] if len(moved) > shown else []
+    )
+
+
 def _duration(seconds: float) -> str:
     seconds = max(0, round(seconds))
     hours, rest = divmod(seconds, 3600)
@@ -83,8 +118,14 @@ def run_summary(status: RunStatus, evaluations: Sequence[Mapping[str, Any]], vie
     else:
         adapter = "none yet: no update was published (v0 is the base model)"
 
+    moves = task_moves(measured)
+    if len(measured) >= 2 and any("tasks" in line for line in measured):
+        per_task = moves or ["none: no task's held-out successes rose above its first evaluation's"]
+    else:
+        per_task = []
     rows = [
         ("held-out success", f"{success}   (95% Wilson intervals)" if measured else success),
+        *(("tasks that moved" if i == 0 else "", text) for i, text in enumerate(per_task)),
         ("updates", str(status.updates)),
         ("episodes", f"{status.episodes_done} in {_duration(wall)} wall time ({rate})"),
         ("run folder", status.run_dir or "unknown"),
