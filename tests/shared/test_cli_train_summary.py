@@ -78,6 +78,8 @@ def test_the_summary_names_the_tasks_whose_held_out_success_moved() -> None:
     assert rows[2] == "  tasks that moved  local.playground-1  0/3 (v0) -> best 3/3 (v10) -> 0/3 (v40)"
     assert rows[3] == "                    local.playground-2  0/3 (v0) -> best 1/3 (v20) -> 0/3 (v40)"
     assert rows[4].startswith("  updates")
+    rising = run_summary(status(), [line(0, 0, 0), line(10, 1, 0), line(20, 3, 0)], VIEWER).splitlines()
+    assert rising[2] == "  tasks that moved  local.playground-1  0/3 (v0) -> 3/3 (v20)"  # the best is the last
     flat = run_summary(status(), [line(0, 1, 0), line(10, 1, 0)], VIEWER).splitlines()
     assert flat[2] == "  tasks that moved  none: no task's held-out successes rose above its first evaluation's"
     assert "tasks that moved" not in run_summary(status(), EVALS, VIEWER)  # lines without per-task counts

@@ -60,7 +60,7 @@ def _task_counts(line: Mapping[str, Any], task: str) -> tuple[int, int]:
 
 def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list[str]:
     """The tasks whose held-out greedy successes rose above the first evaluation's at some
-    evaluation: first -> best -> last, from each line's ``tasks`` counts (the viewer's "Success per
+    evaluation: first -> best (where it came before the last) -> last, from each line's ``tasks`` counts (the viewer's "Success per
     task" table). A several-task run's overall rate can hide one task that learned; this names it.
     """
     lines = [line for line in evaluations if isinstance(line.get("tasks"), Mapping)]
@@ -74,7 +74,8 @@ def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list
         first = counts[0][0] / counts[0][1] if counts[0][1] else 0.0
         if counts[best][1] and counts[best][0] / counts[best][1] > first:
             parts = [f"{counts[0][0]}/{counts[0][1]} ({_label(lines[0])})"]
-            parts.append(f"best {counts[best][0]}/{counts[best][1]} ({_label(lines[best])})")
+            if best != len(lines) - 1:  # the best came before the end: say so, then where it ended
+                parts.append(f"best {counts[best][0]}/{counts[best][1]} ({_label(lines[best])})")
             parts.append(f"{counts[-1][0]}/{counts[-1][1]} ({_label(lines[-1])})")
             moved.append(f"{task}  " + " -> ".join(parts))
     return moved[:shown] + (
