@@ -83,6 +83,9 @@ def test_the_summary_names_the_tasks_whose_held_out_success_moved() -> None:
     flat = run_summary(status(), [line(0, 1, 0), line(10, 1, 0)], VIEWER).splitlines()
     assert flat[2] == "  tasks that moved  none: no task's held-out successes rose above its first evaluation's"
     assert "tasks that moved" not in run_summary(status(), EVALS, VIEWER)  # lines without per-task counts
+    odd = line(10, 3, 0)
+    odd["tasks"] = {"local.playground-1": {"episodes": "3", "successes": True}, "local.playground-2": None}
+    assert "none: no task's" in run_summary(status(), [line(0, 0, 0), odd], VIEWER)  # unusable counts: no claim
 
 
 def test_the_summary_without_evaluations_or_updates_says_so() -> None:

@@ -54,14 +54,20 @@ def _label(line: Mapping[str, Any]) -> str:
 
 
 def _task_counts(line: Mapping[str, Any], task: str) -> tuple[int, int]:
-    counts = line.get("tasks", {}).get(task, {}) if isinstance(line.get("tasks"), Mapping) else {}
-    return int(counts.get("successes", 0)), int(counts.get("episodes", 0))
+    """(successes, episodes) of ``task`` at one evaluation; (0, 0) where the line has no usable counts."""
+    counts = line["tasks"].get(task)
+    if not isinstance(counts, Mapping):
+        return 0, 0
+    k, n = counts.get("successes"), counts.get("episodes")
+    usable = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (k, n)) and k <= n
+    return (k, n) if usable else (0, 0)
 
 
 def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list[str]:
     """The tasks whose held-out greedy successes rose above the first evaluation's at some
-    evaluation: first -> best (where it came before the last) -> last, from each line's ``tasks`` counts (the viewer's "Success per
-    task" table). A several-task run's overall rate can hide one task that learned; this names it.
+    evaluation: first -> best (where it came before the last) -> last, from each line's ``tasks``
+    counts (the viewer's "Success per task" table). A several-task run's overall rate can hide the
+    one task that learned; this names it.
     """
     lines = [line for line in evaluations if isinstance(line.get("tasks"), Mapping)]
     if len(lines) < 2:

@@ -2,16 +2,20 @@
 
 ``round_robin`` gives every task the same share of the jobs. On a domain where the policy gets
 reward variance on few tasks, most of those jobs teach nothing: a group whose candidates all earn
-the same reward has zero advantage everywhere. On the embedded default's 12 Playground tasks a
-round-robin run of 40 updates moved none of them (README), while the one task a blind policy can
-learn, the fixed click, needs 3-6 updates' worth of groups of its own.
+the same reward has zero advantage everywhere. On the embedded default's 12 Playground tasks the
+one a blind policy can learn, the fixed click, needs 3-6 updates' worth of groups of its own; in
+turn it gets one job in 12, and in none of four round-robin runs did it reach 3/3 held-out by
+update 20 (docs/results.md, "The newcomer's run").
 
 ``signal`` draws each job's task in proportion to what the task's groups recently gave the
 learner, the mean |advantage| of their candidates (before any ``seed_contrast``), followed with an
 exponential moving average over updates. ``FLOOR`` of the draws is spread evenly, so a task whose
 groups were all flat is still tried and can come back once the policy reaches it; a task with no
 groups yet counts as the best seen, so every task is tried early. A learned task's groups agree
-again and its share falls back toward the floor: the jobs move to where the learning is.
+again and its share falls back toward the floor: the jobs move to where the learning is. Measured
+costs: a task whose rewards vary for a reason the policy cannot learn keeps drawing jobs, and a
+learned task no longer pulls, so others can undo it (a learning-progress weighting would answer
+the first; not built).
 
 The draw for job ``index`` depends only on the run's seed, the index and the averages, and the
 averages live in the loop's checkpointed ``Counters``: after a crash the same job index maps to
