@@ -72,3 +72,10 @@ def test_the_signal_travels_with_the_checkpointed_counters():
     older = {k: v for k, v in saved.items() if k != "task_signal"}  # a checkpoint from before the knob
     restored.restore(older)
     assert restored.task_signal == {}
+
+
+def test_an_unknown_task_sampling_is_refused_with_the_choices_named():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="'round_robin' or 'signal'"):
+        RunSpec(domain="playground", task_sampling="sometimes")
