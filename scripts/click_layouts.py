@@ -147,7 +147,9 @@ def masked_logits(learner: Learner, batch: LearnerBatch) -> tuple[torch.Tensor, 
     return logp, captured[0].float().masked_fill(~allowed, float("-inf"))
 
 
-def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed) -> float:
+def image_sensitivity(
+    learner: Learner, processor, shots: list[bytes], goal: str, completion, allowed, describe_tools: bool = True
+) -> float:
     """How much the screenshot moves the policy: the largest total-variation distance between the
     layouts' next-token distributions (under the grammar), averaged over the completion's decisions.
 
@@ -157,7 +159,8 @@ def image_sensitivity(learner: Learner, processor, shots: list[bytes], goal: str
     """
     if len(shots) < 2:
         return float("nan")
-    inputs = build_batch(processor, [SampleRecord(goal, [], [png], completion, None) for png in shots])
+    records = [SampleRecord(goal, [], [png], completion, None) for png in shots]
+    inputs = build_batch(processor, records, describe_tools=describe_tools)
     mask = allowed.expand(len(shots), -1, -1)
     _, logits = masked_logits(learner, LearnerBatch(inputs=inputs, advantages=torch.zeros(len(shots)), allowed=mask))
     probs = torch.softmax(logits, dim=-1)  # [layouts, C, V]

@@ -171,16 +171,19 @@ def pair_differences(features: list[torch.Tensor], differ) -> dict:
     }
 
 
-def prompts(processor, shots: list[bytes], goal: str, completions: list[list[int]]):
-    return build_batch(processor, [SampleRecord(goal, [], [png], c) for png, c in zip(shots, completions, strict=True)])
+def prompts(processor, shots: list[bytes], goal: str, completions: list[list[int]], describe_tools: bool = True):
+    records = [SampleRecord(goal, [], [png], c) for png, c in zip(shots, completions, strict=True)]
+    return build_batch(processor, records, describe_tools=describe_tools)
 
 
 @torch.no_grad()
-def input_and_tower(learner: Learner, processor, shots: list[bytes], goal: str, config: dict) -> list[dict]:
+def input_and_tower(
+    learner: Learner, processor, shots: list[bytes], goal: str, config: dict, describe_tools: bool = True
+) -> list[dict]:
     """Links 1 and 2 (see the module docstring) on the learner's model as it is now."""
     slots = config["slots"]
     merge = learner._merge
-    batch = prompts(processor, shots, goal, [fixed_completion(processor)] * len(shots))
+    batch = prompts(processor, shots, goal, [fixed_completion(processor)] * len(shots), describe_tools)
     grids = batch.image_grid_thw.tolist()
     sizes = [t * h * w for t, h, w in grids]
     pixels = list(torch.split(batch.pixel_values, sizes))
@@ -251,14 +254,21 @@ def answer_attention(core, batch, own: list[list[int]]) -> dict:
     }
 
 
-def gradient_report(learner: Learner, processor, shots: list[bytes], goal: str, completions: list[list[int]]) -> dict:
+def gradient_report(
+    learner: Learner,
+    processor,
+    shots: list[bytes],
+    goal: str,
+    completions: list[list[int]],
+    describe_tools: bool = True,
+) -> dict:
     """Link 4: g(i, j) = the gradient of target i's cross-entropy on screenshot j (see the docstring)."""
     n = len(shots)
     grads: dict[tuple[int, int], torch.Tensor] = {}
     for i in range(n):
         allowed = grammar_masks(processor.tokenizer, tool_call_regex(), [completions[i]], learner.vocab_size)
         for j in range(n):
-            inputs = prompts(processor, [shots[j]], goal, [completions[i]])
+            inputs = prompts(processor, [shots[j]], goal, [completions[i]], describe_tools)
             learner.optimizer.zero_grad(set_to_none=True)
             logp = learner.logprob_fn(learner.model, inputs, grad=True, allowed=allowed)
             (-logp.sum()).backward()
@@ -282,7 +292,9 @@ def gradient_report(learner: Learner, processor, shots: list[bytes], goal: str, 
     }
 
 
-def train_setting(name: str, model_dir: str, processor, shots, goal, config, steps: int, hold: int, emit) -> None:
+def train_setting(
+    name: str, model_dir: str, processor, shots, goal, config, steps: int, hold: int, emit, describe_tools: bool = True
+) -> None:
     """Link 3 (and 4 at its start and end) for one setting of trained parameters."""
     full, lr, full_lr, target = SETTINGS[name]
     learner = Learner(
@@ -302,7 +314,8 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
     completions = [fixed_completion(processor, t) for t in targets]
     reward_of = [make_reward(config, k) for k in range(n)]
     allowed = grammar_masks(processor.tokenizer, tool_call_regex(), completions, learner.vocab_size)
-    batch = LearnerBatch(inputs=prompts(processor, shots, goal, completions), advantages=torch.ones(n), allowed=allowed)
+    inputs = prompts(processor, shots, goal, completions, describe_tools)
+    batch = LearnerBatch(inputs=inputs, advantages=torch.ones(n), allowed=allowed)
     centre = fixed_completion(processor)
     centre_mask = grammar_masks(processor.tokenizer, tool_call_regex(), [centre], learner.vocab_size)
     blind = max(sum(r(_click(t)) > HIT for r in reward_of) for t in targets)  # the best single answer
@@ -314,7 +327,7 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
             "kind": "gradient",
             "setting": name,
             "step": 0,
-            **gradient_report(learner, processor, shots, goal, completions),
+            **gradient_report(learner, processor, shots, goal, completions, describe_tools),
         }
     )
     started, held = time.time(), 0
@@ -324,7 +337,9 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
         mask = batch.inputs.completion_mask
         ok = ((greedy == batch.inputs.completion_ids) | ~mask).all(-1).tolist()
         held = held + 1 if all(ok) else 0
-        tv = image_sensitivity(learner, processor, shots, goal, centre, centre_mask)  # before this step's update
+        tv = image_sensitivity(
+            learner, processor, shots, goal, centre, centre_mask, describe_tools
+        )  # before the update
         metrics = {} if step == steps or held >= hold else learner.update(batch)
         emit(
             {
@@ -352,10 +367,12 @@ def train_setting(name: str, model_dir: str, processor, shots, goal, config, ste
             "kind": "gradient",
             "setting": name,
             "step": step,
-            **gradient_report(learner, processor, shots, goal, completions),
+            **gradient_report(learner, processor, shots, goal, completions, describe_tools),
         }
     )
-    for line in input_and_tower(learner, processor, shots, goal, config)[1:]:  # link 2 on the trained model
+    for line in input_and_tower(learner, processor, shots, goal, config, describe_tools)[
+        1:
+    ]:  # link 2 on the trained model
         emit({**line, "setting": name, "step": step})
 
 
@@ -418,6 +435,12 @@ def main() -> None:
     p.add_argument("--hold", type=int, default=10, help="stop a setting once all layouts are solved this many steps")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (a quiet share of the machine)")
     p.add_argument("--seed", type=int, default=0, help="torch seed (the LoRA A matrices' initialisation)")
+    p.add_argument(
+        "--describe-tools",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the run knob describe_tools: the computer_use tool described in the system turn (default) or not",
+    )
     p.add_argument("--out", default=None, help="append the JSON lines to this file")
     p.add_argument(
         "--plot", nargs="+", metavar="OUT.png FILE.jsonl", help="plot outputs (the first name: the PNG) and exit"
@@ -444,18 +467,20 @@ def main() -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
 
     def emit(line: dict) -> None:
-        line = {"task": args.task, "seed": args.seed, **line}
+        line = {"task": args.task, "seed": args.seed, "describe_tools": args.describe_tools, **line}
         print(json.dumps(line), flush=True)
         if out:
             with out.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
 
     untrained = Learner(load_model(model_dir), LearnerConfig(lora_r=8, lora_alpha=16, max_tokens=MAX_TOKENS))
-    for line in input_and_tower(untrained, processor, shots, task.goal, task.config):
+    for line in input_and_tower(untrained, processor, shots, task.goal, task.config, args.describe_tools):
         emit({**line, "setting": "untrained", "step": 0})
     del untrained
     for name in args.settings.split(","):
-        train_setting(name, model_dir, processor, shots, task.goal, task.config, args.steps, args.hold, emit)
+        train_setting(
+            name, model_dir, processor, shots, task.goal, task.config, args.steps, args.hold, emit, args.describe_tools
+        )
 
 
 if __name__ == "__main__":

@@ -201,14 +201,21 @@ class PolicyClient(PolicyPublishing):
                 f"extra_body sets {', '.join(fixed)}: sampling is the temperature with every other field neutral, "
                 "the distribution the learner scores; these cannot be changed per request"
             )
-        viewport, history_limit = self.viewport, self.history_limit
+        viewport, history_limit, describe_tools = self.viewport, self.history_limit, True
         structured, budget = self.structured_outputs, self.max_tokens
         if sampling is not None:
             viewport, history_limit = sampling.viewport, sampling.history_limit
-            structured, budget = sampling.structured_outputs, sampling.max_tokens
+            structured, budget, describe_tools = (
+                sampling.structured_outputs,
+                sampling.max_tokens,
+                sampling.describe_tools,
+            )
+        messages = openai_messages(
+            goal, history, screenshots, viewport=viewport, history_limit=history_limit, describe_tools=describe_tools
+        )
         body: dict[str, Any] = {
             "model": model,
-            "messages": openai_messages(goal, history, screenshots, viewport=viewport, history_limit=history_limit),
+            "messages": messages,
             "n": n,
             "temperature": temperature,
             **NEUTRAL_SAMPLING,

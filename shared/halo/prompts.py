@@ -8,7 +8,9 @@ Layout (the Qwen3-VL computer-use cookbook's, written out here instead of passin
 no server flag or template branch can change it):
 
 * system: a one-line role, then the ``computer_use`` tool for the viewport in Qwen's
-  ``# Tools`` / ``<tools>`` block, exactly what Qwen3-VL's template renders for ``tools=[...]``;
+  ``# Tools`` / ``<tools>`` block, exactly what Qwen3-VL's template renders for ``tools=[...]``
+  (``describe_tools=False`` keeps the role line alone: the run knob of that name, for a model that
+  answers under the grammar and cannot read the ~700-token description);
 * user: the goal, the last ``history_limit`` actions (oldest first, with a count of older ones
   left out), optionally the previous screenshots, then the current screenshot.
 
@@ -41,8 +43,10 @@ _TOOLS_FOOTER = (
 )
 
 
-def system_prompt(viewport: Viewport | None = None, role: str = SYSTEM_ROLE) -> str:
+def system_prompt(viewport: Viewport | None = None, role: str = SYSTEM_ROLE, describe_tools: bool = True) -> str:
     """The system turn: role line plus the ``computer_use`` tool, as Qwen3-VL's template renders tools."""
+    if not describe_tools:
+        return role
     tool = json.dumps(tool_definition(viewport or Viewport()), ensure_ascii=False)
     return f"{role}\n\n{_TOOLS_HEADER}\n{tool}{_TOOLS_FOOTER}"
 
@@ -72,6 +76,7 @@ def build_messages(
     *,
     viewport: Viewport | None = None,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
+    describe_tools: bool = True,
     n_previous_images: int = 0,
     image_urls: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
@@ -97,7 +102,10 @@ def build_messages(
         content.append({"type": "text", "text": "\nCurrent screenshot:"})
     content.append(image(n_images - 1))
     return [
-        {"role": "system", "content": [{"type": "text", "text": system_prompt(viewport)}]},
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": system_prompt(viewport, describe_tools=describe_tools)}],
+        },
         {"role": "user", "content": content},
     ]
 
@@ -109,6 +117,7 @@ def openai_messages(
     *,
     viewport: Viewport | None = None,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
+    describe_tools: bool = True,
 ) -> list[dict[str, Any]]:
     """``build_messages`` with PNG screenshots inlined as data URLs (oldest first, current last)."""
     if not screenshots:
@@ -118,6 +127,7 @@ def openai_messages(
         history,
         viewport=viewport,
         history_limit=history_limit,
+        describe_tools=describe_tools,
         n_previous_images=len(screenshots) - 1,
         image_urls=[png_data_url(s) for s in screenshots],
     )

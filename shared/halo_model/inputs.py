@@ -92,12 +92,18 @@ def prompt_inputs(
     *,
     viewport: Viewport | None = None,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
+    describe_tools: bool = True,
 ) -> dict[str, Any]:
     """Processor outputs (input_ids, pixel_values, image_grid_thw, ...) for one prompt, batch of 1."""
     if not screenshots:
         raise ValueError("at least the current screenshot is needed")
     messages = build_messages(
-        goal, history, viewport=viewport, history_limit=history_limit, n_previous_images=len(screenshots) - 1
+        goal,
+        history,
+        viewport=viewport,
+        history_limit=history_limit,
+        describe_tools=describe_tools,
+        n_previous_images=len(screenshots) - 1,
     )
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     return processor(text=[text], images=_images(screenshots), return_tensors="pt")
@@ -109,6 +115,7 @@ def build_batch(
     *,
     viewport: Viewport | None = None,
     history_limit: int = DEFAULT_HISTORY_LIMIT,
+    describe_tools: bool = True,
 ) -> PolicyBatch:
     """Model inputs for a batch; raises ``PromptMismatch`` if a prompt is not the one vLLM saw."""
     import torch
@@ -121,7 +128,13 @@ def build_batch(
         key = (s.goal, tuple(str(h) for h in s.history), tuple(hashlib.sha256(p).digest() for p in s.screenshots))
         if key not in encoded:
             encoded[key] = prompt_inputs(
-                processor, s.goal, s.history, s.screenshots, viewport=viewport, history_limit=history_limit
+                processor,
+                s.goal,
+                s.history,
+                s.screenshots,
+                viewport=viewport,
+                history_limit=history_limit,
+                describe_tools=describe_tools,
             )
         enc = encoded[key]
         ids = enc["input_ids"][0].tolist()

@@ -7,7 +7,14 @@ import re
 import pytest
 
 from halo.actions import format_tool_call, parse_action, tool_definition
-from halo.prompts import build_messages, history_lines, openai_messages, system_prompt, tool_call_regex
+from halo.prompts import (
+    SYSTEM_ROLE,
+    build_messages,
+    history_lines,
+    openai_messages,
+    system_prompt,
+    tool_call_regex,
+)
 from halo.schemas.actions import Action
 from halo.schemas.env import Viewport
 
@@ -84,3 +91,12 @@ def test_tool_call_regex_rejects_what_the_executor_cannot_take() -> None:
         rx,
         '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [1001, 3]}}\n</tool_call>',
     )
+
+
+def test_without_the_tool_description_the_system_turn_is_the_role_line() -> None:
+    assert system_prompt(describe_tools=False) == SYSTEM_ROLE
+    full, short = build_messages("Send mail", ["a"]), build_messages("Send mail", ["a"], describe_tools=False)
+    assert short[1] == full[1]  # the user turn (goal, history, screenshot) is untouched
+    assert short[0]["content"][0]["text"] == SYSTEM_ROLE and "<tools>" in full[0]["content"][0]["text"]
+    urls = openai_messages("Send mail", ["a"], [b"png"], describe_tools=False)
+    assert urls[0] == short[0]

@@ -71,3 +71,32 @@ async def test_openai_client_gets_the_policys_greedy_answer_from_vllm(
         candidate = await openai.sample_action(screenshot_png, goal, history, max_tokens=12)
     assert greedy.text and candidate.text == greedy.text
     assert (candidate.action, candidate.parse_error) == (greedy.action, greedy.parse_error)
+
+
+@pytest.mark.browser
+async def test_a_prompt_without_the_tool_description_is_rebuilt_by_the_learner(
+    vllm_server: PolicySettings, screenshot_png: bytes, tiny_model_dir
+) -> None:
+    """``describe_tools`` false: vLLM tokenises the role line alone as the system turn, the learner
+    rebuilds those very ids from the same sampling params, and a rebuild with the description is
+    refused (the two sides must agree on the knob, not only on the screenshot)."""
+    from halo.schemas.env import Viewport
+    from halo.schemas.rollout import SamplingParams
+    from halo_model.inputs import PromptMismatch, SampleRecord, build_batch
+    from halo_model.loading import load_processor
+
+    def params(describe: bool) -> SamplingParams:
+        return SamplingParams(
+            max_tokens=32, structured_outputs="regex", history_limit=8, describe_tools=describe, viewport=Viewport()
+        )
+
+    async with PolicyClient.from_settings(vllm_server) as client:
+        short = await client.sample_actions(screenshot_png, "Open the inbox", n=2, seed=3, sampling=params(False))
+        full = await client.sample_actions(screenshot_png, "Open the inbox", n=2, seed=3, sampling=params(True))
+    assert len(full.prompt_token_ids) - len(short.prompt_token_ids) > 500  # the tool block is most of the prompt
+    processor = load_processor(tiny_model_dir)
+    record = SampleRecord("Open the inbox", [], [screenshot_png], short.candidates[0].token_ids, short.prompt_token_ids)
+    batch = build_batch(processor, [record], describe_tools=False)
+    assert batch.prompt_lengths == [len(short.prompt_token_ids)]
+    with pytest.raises(PromptMismatch):
+        build_batch(processor, [record])

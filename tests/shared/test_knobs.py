@@ -85,7 +85,7 @@ def test_each_model_has_the_knobs_of_its_part_with_their_defaults_and_help() -> 
                 assert field.default == want, f"{model.__name__}.{k.name}"
 
     check(MCTSConfig, knobs.in_section("mcts"), "default")
-    check(SamplingParams, knobs.in_section("sampling"), "required")
+    check(SamplingParams, knobs.in_section("sampling"), "resolved")
     check(RunSpec, [k for k in knobs.KNOBS if k.request], "optional")
     check(RunConfig, TOP_LEVEL, "resolved")
     check(LearnerConfig, [k for k in knobs.KNOBS if k.learner], "default")

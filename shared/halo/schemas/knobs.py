@@ -218,6 +218,10 @@ KNOBS: tuple[Knob, ...] = (
     Knob("history_limit", "sampling", _int(0, 256), 8,
          "Previous actions listed in the prompt",
          "actions", request=False),
+    Knob("describe_tools", "sampling", WireBool, True,
+         "Describe the computer_use tool in the system turn (Qwen's # Tools block, ~700 tokens); false keeps "
+         "the role line alone, for a model that answers under the grammar and cannot read the description",
+         before=True),
     Knob("viewport", "sampling", Viewport, Viewport(width=1280, height=720),
          "The screen the prompt describes: the env service's viewport",
          "pixels", request=False),

@@ -30,7 +30,8 @@ class _Sampling(Message):
     for ``viewport``) and replays the structured-output grammar from these values alone, so what
     it trains on is what vLLM sampled, whichever client or process did the sampling. The fields
     are the run's ``sampling`` knobs (``halo.schemas.knobs``), all required: a message says how it
-    was sampled, it never falls back on a default.
+    was sampled, it never falls back on a default. A knob added later takes its ``before`` value
+    in a message written before it existed (``describe_tools``: true), which is how that one was sampled.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -40,7 +41,7 @@ SamplingParams = create_model(
     "SamplingParams",
     __base__=_Sampling,
     __module__=__name__,
-    **knobs.fields(knobs.in_section("sampling"), how="required"),
+    **knobs.fields(knobs.in_section("sampling"), how="resolved"),
 )
 
 

@@ -137,7 +137,13 @@ def learner_batch(
         )
         for t in transitions
     ]
-    inputs = build_batch(processor, records, history_limit=sampling.history_limit, viewport=sampling.viewport)
+    inputs = build_batch(
+        processor,
+        records,
+        history_limit=sampling.history_limit,
+        viewport=sampling.viewport,
+        describe_tools=sampling.describe_tools,
+    )
     behaviour = None
     if use_behaviour_logprobs:
         behaviour = torch.zeros(inputs.completion_mask.shape, dtype=torch.float32)

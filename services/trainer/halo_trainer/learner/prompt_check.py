@@ -53,6 +53,7 @@ async def served_prompt_problem(
         [png],
         viewport=sampling.viewport,
         history_limit=sampling.history_limit,
+        describe_tools=sampling.describe_tools,
     )
     mine = enc["input_ids"][0].tolist()
     served = result.prompt_token_ids

@@ -74,7 +74,13 @@ def pair_batches(
                     prompt_token_ids=prompt.prompt_token_ids,
                 )
             )
-        inputs = build_batch(processor, records, history_limit=sampling.history_limit, viewport=sampling.viewport)
+        inputs = build_batch(
+            processor,
+            records,
+            history_limit=sampling.history_limit,
+            viewport=sampling.viewport,
+            describe_tools=sampling.describe_tools,
+        )
         allowed = None if grammar is None else grammar_masks(processor.tokenizer, grammar, completions, vocab_size)
         return LearnerBatch(inputs=inputs, advantages=torch.zeros(len(records)), allowed=allowed)
 
