@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from halo.schemas import RunStatus
+from halo.schemas.task_success import well_formed_counts
 
 
 def viewer_link(base_url: str, run_id: str) -> str:
@@ -55,12 +56,8 @@ def _label(line: Mapping[str, Any]) -> str:
 
 def _task_counts(line: Mapping[str, Any], task: str) -> tuple[int, int]:
     """(successes, episodes) of ``task`` at one evaluation; (0, 0) where the line has no usable counts."""
-    counts = line["tasks"].get(task)
-    if not isinstance(counts, Mapping):
-        return 0, 0
-    k, n = counts.get("successes"), counts.get("episodes")
-    usable = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (k, n)) and k <= n
-    return (k, n) if usable else (0, 0)
+    counts = (well_formed_counts(line["tasks"]) or {}).get(task)
+    return (counts["successes"], counts["episodes"]) if counts else (0, 0)
 
 
 def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list[str]:

@@ -8,13 +8,43 @@ task's first and last few updates, each with its counts and 95% Wilson interval.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from halo.schemas.base import Message
 
 Count = Annotated[int, Field(ge=0)]
+PAIRS = (("episodes", "successes"), ("samples", "sample_successes"))  # (trials, successes) a count may hold
+TaskCounts = dict[str, dict[str, int]]
+
+
+def count(value: Any) -> int | None:
+    """``value`` where it is a count (an int >= 0, not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def well_formed_counts(tasks: Any) -> TaskCounts | None:
+    """A log line's ``tasks`` (eval.jsonl, train_tasks.jsonl) with each task's well-formed pairs
+    only (both counts present, successes <= trials); a task without a usable ``episodes`` pair is
+    left out. None when ``tasks`` is not a mapping (a line written before per-task counts).
+
+    The viewer's per-task table and ``halo train``'s summary read the logs through this one check,
+    so they never disagree on which counts are usable."""
+    if not isinstance(tasks, dict):
+        return None
+    out: TaskCounts = {}
+    for task, counts in tasks.items():
+        if not isinstance(counts, dict):
+            continue
+        kept = {}
+        for trials, hits in PAIRS:
+            n, k = count(counts.get(trials)), count(counts.get(hits))
+            if n is not None and k is not None and k <= n:
+                kept |= {trials: n, hits: k}
+        if "episodes" in kept:
+            out[str(task)] = kept
+    return out
 
 
 class SuccessCount(Message):

@@ -19,39 +19,30 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 
-from halo.schemas.task_success import Direction, HeldOut, RunTaskSuccess, SuccessCount, TaskSuccess, TrainWindow
+from halo.schemas.task_success import (
+    Direction,
+    HeldOut,
+    RunTaskSuccess,
+    SuccessCount,
+    TaskCounts,
+    TaskSuccess,
+    TrainWindow,
+    count,
+    well_formed_counts,
+)
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.observe.viewer.folders import RunFolders, missing, whole_records
 
 DEFAULT_WINDOW = 5  # docs/results.md compares sampled hits over the first 5 updates and the last 5
 MAX_WINDOW = 10_000
-PAIRS = (("episodes", "successes"), ("samples", "sample_successes"))  # (trials, successes) a count may hold
-
-TaskCounts = dict[str, dict[str, int]]
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _task_counts(line: dict[str, Any]) -> TaskCounts | None:
     """A line's ``tasks`` with each task's well-formed pairs only; None when the line has none
     (an evaluation written before per-task counts, or another shape)."""
-    tasks, update = line.get("tasks"), _count(line.get("update"))
-    if not isinstance(tasks, dict) or update is None:
+    if count(line.get("update")) is None:
         return None
-    out: TaskCounts = {}
-    for task, counts in tasks.items():
-        if not isinstance(counts, dict):
-            continue
-        kept = {}
-        for trials, hits in PAIRS:
-            n, k = _count(counts.get(trials)), _count(counts.get(hits))
-            if n is not None and k is not None and k <= n:
-                kept |= {trials: n, hits: k}
-        if "episodes" in kept:
-            out[str(task)] = kept
-    return out
+    return well_formed_counts(line.get("tasks")) or None
 
 
 def evaluations(folder: Path) -> list[tuple[int, TaskCounts]]:
