@@ -113,6 +113,35 @@ def test_the_cli_sends_lora_target(monkeypatch):
     assert result.exit_code == 2 and "language+tower" in result.output
 
 
+def test_every_switch_knob_can_be_turned_on_and_off_from_halo_train_and_the_seeds_scripts(monkeypatch):
+    """A knob whose default is true (describe_tools) must be reachable as
+    false: ``halo train --no-<name>``, which is also what the seeds' scripts pass on
+    (``knob_options.train_flags``)."""
+    from typer.testing import CliRunner
+
+    from halo.cli import main as cli
+    from halo.cli import train_commands
+    from halo.cli.knob_options import cli_type, train_flags
+    from halo.schemas import knobs
+
+    sent = []
+
+    class Spec(RunSpec):
+        @classmethod
+        def model_validate(cls, fields, **kwargs):
+            sent.append(fields)
+            raise ValueError("stop before any call")
+
+    monkeypatch.setattr(train_commands, "RunSpec", Spec)
+    switches = [k.name for k in knobs.KNOBS if k.request and cli_type(k) is bool]
+    assert {"describe_tools", "common_random_numbers"} <= set(switches)
+    for value in (False, True):
+        flags = train_flags(dict.fromkeys(switches, value))
+        result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", *flags])
+        assert result.exit_code == 2, result.output
+        assert {name: sent[-1][name] for name in switches} == dict.fromkeys(switches, value)
+
+
 def test_a_grammar_the_learner_cannot_replay_is_refused():
     defaults = load_defaults("configs/rl_config.yaml")
     defaults["sampling"] = {**defaults["sampling"], "structured_outputs": "json"}

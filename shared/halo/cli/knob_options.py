@@ -84,7 +84,9 @@ def with_knob_options(command: Callable[..., Any]) -> Callable[..., Any]:
         # The seeds' spelling too where it is a typer-style flag (--lr); theirs with underscores
         # (--num_simulations) belong to the seeds' scripts.
         seeds = [k.seeds_flag] if k.seeds_flag and "_" not in k.seeds_flag else []
-        option = typer.Option(None, k.flag, *seeds, help=_help(k))
+        # A switch has its negation too (--no-<name>): a knob whose default is true can be turned off.
+        names = [f"{k.flag}/--no-{k.flag[2:]}"] if cli_type(k) is bool else [k.flag, *seeds]
+        option = typer.Option(None, *names, help=_help(k))
         extra.append(inspect.Parameter(k.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=cli_type(k)))
 
     def wrapper(**kwargs: Any) -> Any:
