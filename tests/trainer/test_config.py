@@ -91,7 +91,9 @@ def test_lora_target_defaults_to_the_language_model_and_the_request_chooses_it()
         TrainerSettings(_env_file=None, learner=LearnerConfig(lora_target="language+merger"))
 
 
-def test_the_cli_sends_lora_target(monkeypatch):
+def _train_cli(monkeypatch):
+    """``halo train`` as the command line runs it, stopped where it would send its ``RunSpec``:
+    returns (invoke(args), the fields of every spec it built)."""
     from typer.testing import CliRunner
 
     from halo.cli import main as cli
@@ -106,38 +108,29 @@ def test_the_cli_sends_lora_target(monkeypatch):
             raise ValueError("stop before any call")
 
     monkeypatch.setattr(train_commands, "RunSpec", Spec)
-    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--lora-target", "language+merger"])
+    return (lambda args: CliRunner().invoke(cli.app, ["train", "--domain", "playground", *args])), sent
+
+
+def test_the_cli_sends_lora_target(monkeypatch):
+    invoke, sent = _train_cli(monkeypatch)
+    result = invoke(["--lora-target", "language+merger"])
     assert result.exit_code == 2 and sent[0]["lora_target"] == "language+merger"
     monkeypatch.undo()
-    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--lora-target", "tower"])
+    result = invoke(["--lora-target", "tower"])
     assert result.exit_code == 2 and "language+tower" in result.output
 
 
 def test_every_switch_knob_can_be_turned_on_and_off_from_halo_train_and_the_seeds_scripts(monkeypatch):
-    """A knob whose default is true (describe_tools) must be reachable as
-    false: ``halo train --no-<name>``, which is also what the seeds' scripts pass on
-    (``knob_options.train_flags``)."""
-    from typer.testing import CliRunner
-
-    from halo.cli import main as cli
-    from halo.cli import train_commands
+    """A knob whose default is true (describe_tools) must be reachable as false: ``halo train
+    --no-<name>``, which is also what the seeds' scripts pass on (``knob_options.train_flags``)."""
     from halo.cli.knob_options import cli_type, train_flags
     from halo.schemas import knobs
 
-    sent = []
-
-    class Spec(RunSpec):
-        @classmethod
-        def model_validate(cls, fields, **kwargs):
-            sent.append(fields)
-            raise ValueError("stop before any call")
-
-    monkeypatch.setattr(train_commands, "RunSpec", Spec)
+    invoke, sent = _train_cli(monkeypatch)
     switches = [k.name for k in knobs.KNOBS if k.request and cli_type(k) is bool]
     assert {"describe_tools", "common_random_numbers"} <= set(switches)
     for value in (False, True):
-        flags = train_flags(dict.fromkeys(switches, value))
-        result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", *flags])
+        result = invoke(train_flags(dict.fromkeys(switches, value)))
         assert result.exit_code == 2, result.output
         assert {name: sent[-1][name] for name in switches} == dict.fromkeys(switches, value)
 

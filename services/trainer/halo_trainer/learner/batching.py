@@ -12,7 +12,7 @@ from halo.prompts import tool_call_regex
 from halo.schemas import GroupMode, Transition
 from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
-from halo_model.inputs import SampleRecord, build_batch
+from halo_model.inputs import SampleRecord, build_batch, prompt_settings
 from halo_trainer.learner.learner import LearnerBatch
 from halo_trainer.learner.objective import group_advantages
 
@@ -137,13 +137,7 @@ def learner_batch(
         )
         for t in transitions
     ]
-    inputs = build_batch(
-        processor,
-        records,
-        history_limit=sampling.history_limit,
-        viewport=sampling.viewport,
-        describe_tools=sampling.describe_tools,
-    )
+    inputs = build_batch(processor, records, **prompt_settings(sampling))
     behaviour = None
     if use_behaviour_logprobs:
         behaviour = torch.zeros(inputs.completion_mask.shape, dtype=torch.float32)

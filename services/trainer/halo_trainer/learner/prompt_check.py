@@ -16,7 +16,7 @@ from typing import Any
 
 from halo.policy_client import PolicyClient
 from halo.schemas.rollout import SamplingParams
-from halo_model.inputs import prompt_inputs
+from halo_model.inputs import prompt_inputs, prompt_settings
 
 PROBE_GOAL = "Check that the learner sees the prompt vLLM sees."
 
@@ -45,16 +45,7 @@ async def served_prompt_problem(
     result = await policy.sample_actions(
         png, PROBE_GOAL, n=1, temperature=0.0, seed=0, model=model, max_tokens=8, sampling=sampling
     )
-    enc = await asyncio.to_thread(
-        prompt_inputs,
-        processor,
-        PROBE_GOAL,
-        [],
-        [png],
-        viewport=sampling.viewport,
-        history_limit=sampling.history_limit,
-        describe_tools=sampling.describe_tools,
-    )
+    enc = await asyncio.to_thread(prompt_inputs, processor, PROBE_GOAL, [], [png], **prompt_settings(sampling))
     mine = enc["input_ids"][0].tolist()
     served = result.prompt_token_ids
     if mine == served:

@@ -23,7 +23,7 @@ import torch
 from halo.prompts import tool_call_regex
 from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
-from halo_model.inputs import SampleRecord, build_batch
+from halo_model.inputs import SampleRecord, build_batch, prompt_settings
 from halo_trainer.learner.learner import LearnerBatch
 from halo_trainer.mcts.tree import Preference, Tree
 
@@ -74,13 +74,7 @@ def pair_batches(
                     prompt_token_ids=prompt.prompt_token_ids,
                 )
             )
-        inputs = build_batch(
-            processor,
-            records,
-            history_limit=sampling.history_limit,
-            viewport=sampling.viewport,
-            describe_tools=sampling.describe_tools,
-        )
+        inputs = build_batch(processor, records, **prompt_settings(sampling))
         allowed = None if grammar is None else grammar_masks(processor.tokenizer, grammar, completions, vocab_size)
         return LearnerBatch(inputs=inputs, advantages=torch.zeros(len(records)), allowed=allowed)
 
