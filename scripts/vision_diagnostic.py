@@ -337,9 +337,8 @@ def train_setting(
         mask = batch.inputs.completion_mask
         ok = ((greedy == batch.inputs.completion_ids) | ~mask).all(-1).tolist()
         held = held + 1 if all(ok) else 0
-        tv = image_sensitivity(
-            learner, processor, shots, goal, centre, centre_mask, describe_tools
-        )  # before the update
+        # image_tv before this step's update
+        tv = image_sensitivity(learner, processor, shots, goal, centre, centre_mask, describe_tools)
         metrics = {} if step == steps or held >= hold else learner.update(batch)
         emit(
             {
@@ -370,9 +369,8 @@ def train_setting(
             **gradient_report(learner, processor, shots, goal, completions, describe_tools),
         }
     )
-    for line in input_and_tower(learner, processor, shots, goal, config, describe_tools)[
-        1:
-    ]:  # link 2 on the trained model
+    trained = input_and_tower(learner, processor, shots, goal, config, describe_tools)
+    for line in trained[1:]:  # link 2 on the trained model
         emit({**line, "setting": name, "step": step})
 
 

@@ -39,7 +39,7 @@ from halo.actions import tool_call_json_schema
 from halo.policy_errors import SERVICE, EngineDead, SampleAborted
 from halo.policy_publishing import PolicyPublishing
 from halo.policy_results import Candidate, SampleResult, candidate_from_choice
-from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages, tool_call_regex
+from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages, prompt_settings, tool_call_regex
 from halo.schemas.actions import Action
 from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams, StructuredMode
@@ -201,18 +201,12 @@ class PolicyClient(PolicyPublishing):
                 f"extra_body sets {', '.join(fixed)}: sampling is the temperature with every other field neutral, "
                 "the distribution the learner scores; these cannot be changed per request"
             )
-        viewport, history_limit, describe_tools = self.viewport, self.history_limit, True
+        prompt: dict[str, Any] = {"viewport": self.viewport, "history_limit": self.history_limit}
         structured, budget = self.structured_outputs, self.max_tokens
         if sampling is not None:
-            viewport, history_limit = sampling.viewport, sampling.history_limit
-            structured, budget, describe_tools = (
-                sampling.structured_outputs,
-                sampling.max_tokens,
-                sampling.describe_tools,
-            )
-        messages = openai_messages(
-            goal, history, screenshots, viewport=viewport, history_limit=history_limit, describe_tools=describe_tools
-        )
+            prompt = prompt_settings(sampling)
+            structured, budget = sampling.structured_outputs, sampling.max_tokens
+        messages = openai_messages(goal, history, screenshots, **prompt)
         body: dict[str, Any] = {
             "model": model,
             "messages": messages,

@@ -66,6 +66,18 @@ def user_text(goal: str, history: Sequence[str | Action], history_limit: int = D
     return f"Task goal: {goal}\n\nPrevious actions (oldest first):\n{past}\n\nCurrent screenshot:"
 
 
+def prompt_settings(sampling: Any) -> dict[str, Any]:
+    """The fields of a run's ``SamplingParams`` that shape the prompt, as keywords: for
+    ``openai_messages`` (the policy client's request to vLLM) and for ``halo_model.inputs``'
+    ``prompt_inputs`` and ``build_batch`` (every rebuild of a sampled prompt: training batches, MCTS
+    pairs, the run-start check), so the two sides cannot read different fields."""
+    return {
+        "viewport": sampling.viewport,
+        "history_limit": sampling.history_limit,
+        "describe_tools": sampling.describe_tools,
+    }
+
+
 def png_data_url(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 

@@ -84,17 +84,6 @@ def _images(screenshots: Sequence[bytes]) -> list[Any]:
     return out
 
 
-def prompt_settings(sampling: Any) -> dict[str, Any]:
-    """The fields of a run's ``SamplingParams`` that shape the prompt, as keywords of ``prompt_inputs``
-    and ``build_batch``: every rebuild of a sampled prompt (training, MCTS pairs, the run-start
-    check) passes the same ones the policy client sent to vLLM."""
-    return {
-        "viewport": sampling.viewport,
-        "history_limit": sampling.history_limit,
-        "describe_tools": sampling.describe_tools,
-    }
-
-
 def prompt_inputs(
     processor: Any,
     goal: str,

@@ -15,8 +15,9 @@ import io
 from typing import Any
 
 from halo.policy_client import PolicyClient
+from halo.prompts import prompt_settings
 from halo.schemas.rollout import SamplingParams
-from halo_model.inputs import prompt_inputs, prompt_settings
+from halo_model.inputs import prompt_inputs
 
 PROBE_GOAL = "Check that the learner sees the prompt vLLM sees."
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import torch
 
-from halo.prompts import tool_call_regex
+from halo.prompts import prompt_settings, tool_call_regex
 from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
-from halo_model.inputs import SampleRecord, build_batch, prompt_settings
+from halo_model.inputs import SampleRecord, build_batch
 from halo_trainer.learner.learner import LearnerBatch
 from halo_trainer.mcts.tree import Preference, Tree
 
