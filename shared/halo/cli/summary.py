@@ -54,9 +54,10 @@ def _label(line: Mapping[str, Any]) -> str:
     return f"update {round(_number(line, 'update') or 0)}"
 
 
-def _task_counts(line: Mapping[str, Any], task: str) -> tuple[int, int]:
-    """(successes, episodes) of ``task`` at one evaluation; (0, 0) where the line has no usable counts."""
-    counts = (well_formed_counts(line["tasks"]) or {}).get(task)
+def _task_counts(checked: Mapping[str, Mapping[str, int]], task: str) -> tuple[int, int]:
+    """(successes, episodes) of ``task`` in one evaluation's checked counts (``well_formed_counts``);
+    (0, 0) where it has no usable counts."""
+    counts = checked.get(task)
     return (counts["successes"], counts["episodes"]) if counts else (0, 0)
 
 
@@ -70,9 +71,10 @@ def task_moves(evaluations: Sequence[Mapping[str, Any]], shown: int = 5) -> list
     if len(lines) < 2:
         return []
     tasks = dict.fromkeys(t for line in lines for t in line["tasks"])
+    checked = [well_formed_counts(line["tasks"]) or {} for line in lines]  # once per line, not per task
     moved = []
     for task in tasks:
-        counts = [_task_counts(line, task) for line in lines]
+        counts = [_task_counts(line_counts, task) for line_counts in checked]
         best = max(range(len(lines)), key=lambda i: (counts[i][0] / counts[i][1] if counts[i][1] else -1.0, -i))
         first = counts[0][0] / counts[0][1] if counts[0][1] else 0.0
         if counts[best][1] and counts[best][0] / counts[best][1] > first:
