@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticUndefined
 
 import halo.schemas
@@ -161,3 +161,14 @@ def test_the_seed_scripts_take_every_request_knob_of_their_sections(sections) ->
     assert names == [k.name for k in knobs.KNOBS if k.request and k.section in sections]
     args = parser.parse_args(["--lr", "0.001", "--num_generations", "4"])
     assert (args.learning_rate, args.num_generations) == (0.001, 4)
+
+
+def test_a_sampling_message_from_before_describe_tools_reads_as_described() -> None:
+    """A job or transition queued before the knob existed was sampled with the tool description:
+    it parses after an upgrade and says so; a message without an older field is still refused."""
+    from halo.schemas.env import Viewport
+
+    old = {"max_tokens": 32, "structured_outputs": "regex", "history_limit": 8, "viewport": Viewport().model_dump()}
+    assert SamplingParams.model_validate(old).describe_tools is True
+    with pytest.raises(ValidationError, match="history_limit"):
+        SamplingParams.model_validate({k: v for k, v in old.items() if k != "history_limit"})

@@ -81,6 +81,7 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
         ({"domain": "playground", "temperature": 0}, 422, "temperature"),
         ({"domain": "playground", "tis_cap": 0.5}, 422, "tis_cap"),
         ({"domain": "playground", "common_random_numbers": "maybe"}, 422, "common_random_numbers"),
+        ({"domain": "playground", "describe_tools": "sometimes"}, 422, "describe_tools"),
         ({"domain": "playground", "seed_contrast": 1.5}, 422, "seed_contrast"),
         ({"domain": "playground", "epochs_per_batch": 2}, 422, "tis_cap=2.0 needs epochs_per_batch=1 (got 2)"),
         (
