@@ -81,9 +81,8 @@ class GrammarMask(transformers.LogitsProcessor):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         for i, m in enumerate(self.matchers):
-            if self.started and not m.is_terminated():
-                if not m.accept_token(int(input_ids[i, -1])):
-                    raise RuntimeError(f"row {i}: token {int(input_ids[i, -1])} left the grammar")
+            if self.started and not m.is_terminated() and not m.accept_token(int(input_ids[i, -1])):
+                raise RuntimeError(f"row {i}: token {int(input_ids[i, -1])} left the grammar")
             if not m.is_terminated():
                 m.fill_next_token_bitmask(self.bitmask, i)
         self.started = True
@@ -145,7 +144,10 @@ def contrast(answers: list[list[str]], adv: list[list[float]], weight: float) ->
         for t, a in zip(texts, values, strict=True):
             per[t][g].append(a)
     shared = {t: sum(sum(v) / len(v) for v in by.values()) / len(by) for t, by in per.items() if len(by) > 1}
-    return [[a - weight * shared.get(t, 0.0) for t, a in zip(texts, values, strict=True)] for texts, values in zip(answers, adv, strict=True)]
+    return [
+        [a - weight * shared.get(t, 0.0) for t, a in zip(texts, values, strict=True)]
+        for texts, values in zip(answers, adv, strict=True)
+    ]
 
 
 def main() -> None:
@@ -203,7 +205,14 @@ def main() -> None:
     def evaluate(update: int) -> None:
         answers = [answer(processor, sample(learner, processor, e, 1, None, stops)[0], 0, stops) for e in encs]
         hits = [rewards[k](c) > HIT for k, c in enumerate(answers)]
-        emit({"kind": "eval", "update": update, "hits": hits, "greedy": [c.action.short() if c.action else c.text[-30:] for c in answers]})
+        emit(
+            {
+                "kind": "eval",
+                "update": update,
+                "hits": hits,
+                "greedy": [c.action.short() if c.action else c.text[-30:] for c in answers],
+            }
+        )
 
     started = time.time()
     for update in range(args.updates + 1):
