@@ -14,8 +14,8 @@ update that decides what is learned and drops what only costs time:
 * the reward of a first click is the reward service's (``click_layouts.make_reward``, tested to pay
   what the service pays: valid, novelty, the near-target rings, ``submitted``, success), one-step
   episodes as ``--max-steps 1`` runs have them;
-* advantages are the loop's (``objective.group_advantages``, dr_grpo) with the loop's
-  ``seed_contrast`` formula over the copies of one answer on several layouts, and the step is
+* advantages are the loop's (``objective.group_advantages``, dr_grpo), contrasted across the
+  layouts by the loop's own ``batching.contrast_by_key`` (``seed_contrast``), and the step is
   ``Learner.update`` (its AdamW, clipping, KL term to the adapter-free base).
 
 Each update samples N candidates on each of the 4 layouts (with ``--crn`` from one seed, as the
@@ -58,6 +58,7 @@ from halo_model.grammar import STOP_TOKENS, grammar_masks
 from halo_model.inputs import SampleRecord, build_batch, prompt_inputs
 from halo_model.loading import load_model, load_processor
 from halo_model.resolution import resolve_model
+from halo_trainer.learner.batching import contrast_by_key
 from halo_trainer.learner.learner import Learner, LearnerBatch
 from halo_trainer.learner.objective import group_advantages
 
@@ -132,22 +133,35 @@ def nearest_slot(c: Candidate, slots) -> int | None:
     return min(range(len(slots)), key=lambda k: math.hypot(slots[k][0] - x, slots[k][1] - y))
 
 
-def contrast(answers: list[list[str]], adv: list[list[float]], weight: float) -> list[list[float]]:
-    """The loop's ``seed_contrast``: each copy of one answer played on several layouts loses
-    ``weight`` times the mean over those layouts of its per-layout mean advantage
-    (``halo_trainer.learner.batching.contrast_across_seeds``, keyed here by the answer's text:
-    one task, step 0, no history)."""
-    from collections import defaultdict
-
-    per: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for g, (texts, values) in enumerate(zip(answers, adv, strict=True)):
-        for t, a in zip(texts, values, strict=True):
-            per[t][g].append(a)
-    shared = {t: sum(sum(v) / len(v) for v in by.values()) / len(by) for t, by in per.items() if len(by) > 1}
-    return [
-        [a - weight * shared.get(t, 0.0) for t, a in zip(texts, values, strict=True)]
-        for texts, values in zip(answers, adv, strict=True)
-    ]
+def summary(files: list[Path], block: int) -> list[dict]:
+    """Blocks of ``block`` updates per file: the two readings of a screen-reading policy (the
+    nearest-button share of pointer clicks, the candidates identical across layouts), the hits per
+    layout, and the greedy checks' layouts solved."""
+    rows = []
+    for f in files:
+        lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+        updates = [x for x in lines if x["kind"] == "update"]
+        evals = [x for x in lines if x["kind"] == "eval"]
+        setting = lines[0]["setting"] if lines and "setting" in lines[0] else {}
+        for start in range(0, len(updates), block):
+            part = updates[start : start + block]
+            clicks = sum(u["pointer_clicks"] for u in part)
+            n = setting.get("n", 8)
+            checks = [sum(e["hits"]) for e in evals if start <= e["update"] < start + block]
+            rows.append(
+                {
+                    "file": f.name,
+                    "updates": f"{part[0]['update']}-{part[-1]['update']}",
+                    "hits_per_layout": [sum(u["hits"][k] for u in part) for k in range(len(part[0]["hits"]))],
+                    "pointer_clicks": clicks,
+                    "nearest_own_share": round(sum(u["nearest_own"] for u in part) / clicks, 3) if clicks else None,
+                    "identical_share": round(sum(u["identical"] for u in part) / (n * len(part)), 3),
+                    "entropy": round(sum(u["entropy"] for u in part) / len(part), 3),
+                    "greedy_solved": checks,
+                    "seconds_per_update": round((part[-1]["seconds"] - part[0]["seconds"]) / max(len(part) - 1, 1), 2),
+                }
+            )
+    return rows
 
 
 def main() -> None:
@@ -166,7 +180,13 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0, help="torch seed: the adapter's initialisation and the draws")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=None, help="append the JSON lines to this file")
+    p.add_argument("--summary", nargs="+", type=Path, default=None, help="summarise these JSON-lines files and exit")
+    p.add_argument("--block", type=int, default=40, help="updates per block of --summary")
     args = p.parse_args()
+    if args.summary:
+        for row in summary(args.summary, args.block):
+            print(json.dumps(row))
+        return
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     describe = not args.no_describe_tools
@@ -231,7 +251,9 @@ def main() -> None:
             rs.append([rewards[k](c) for c in cands])
         adv = [group_advantages(torch.tensor(r)).tolist() for r in rs]
         if args.seed_contrast:
-            adv = contrast(texts, adv, args.seed_contrast)
+            adv, _ = contrast_by_key(
+                texts, adv, args.seed_contrast
+            )  # one task, step 0, no history: the text is the action
         records = [SampleRecord(task.goal, [], [shots[k]], c) for k, comps in enumerate(groups) for c in comps]
         completions = [c for comps in groups for c in comps]
         batch = LearnerBatch(

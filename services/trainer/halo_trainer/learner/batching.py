@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -87,12 +87,20 @@ def contrast_across_seeds(
     coincide. Actions played on one seed only keep their advantage. Returns the advantages and how
     many transitions were contrasted.
     """
-    per_action: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     keys = [[(t.task_id, t.step, tuple(t.prompt.history), t.completion_text) for t in g] for g in groups]
+    return contrast_by_key(keys, adv, weight)
+
+
+def contrast_by_key(
+    keys: Sequence[Sequence[Hashable]], adv: Sequence[Sequence[float]], weight: float
+) -> tuple[list[list[float]], int]:
+    """``contrast_across_seeds`` over groups whose members are named by ``keys``: one key is one
+    action (task, step, history, text); a key in two or more groups is contrasted."""
+    per_action: dict[Hashable, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for g, (members, values) in enumerate(zip(keys, adv, strict=True)):
         for key, a in zip(members, values, strict=True):
             per_action[key][g].append(a)
-    shared: dict[tuple, float] = {}
+    shared: dict[Hashable, float] = {}
     for key, by_group in per_action.items():
         if len(by_group) > 1:
             shared[key] = sum(sum(v) / len(v) for v in by_group.values()) / len(by_group)
