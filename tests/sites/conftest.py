@@ -123,6 +123,41 @@ async def play_solution(page, actions: list[dict]) -> str | None:
     return answer
 
 
+async def settled_screenshot(page) -> bytes:
+    """The page's screenshot once it has nothing left to paint: ``load`` fired, web fonts ready,
+    every image decoded, two animation frames later. Straight after a click a re-rendering list
+    can be caught half painted on a loaded machine, and the same-seed tests below compare bytes."""
+    await page.wait_for_load_state("load")
+    await page.evaluate(
+        """async () => {
+            await document.fonts.ready;
+            await Promise.all([...document.images].map((i) => (i.complete ? null : i.decode().catch(() => null))));
+            await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+        }"""
+    )
+    return await page.screenshot()
+
+
+def screen_difference(a: bytes, b: bytes) -> str | None:
+    """None when two screenshots are byte-identical, else what differs, readable in a failure
+    (the pixels and their bounding box) instead of two PNGs' bytes."""
+    if a == b:
+        return None
+    import io
+
+    from PIL import Image, ImageChops
+
+    first, second = Image.open(io.BytesIO(a)).convert("RGB"), Image.open(io.BytesIO(b)).convert("RGB")
+    if first.size != second.size:
+        return f"sizes differ: {first.size} vs {second.size}"
+    diff = ImageChops.difference(first, second)
+    box = diff.getbbox()
+    if box is None:
+        return "the same pixels, other PNG bytes"
+    changed = sum(1 for px in diff.crop(box).getdata() if px != (0, 0, 0))
+    return f"{changed} pixels differ, within the box {box} (left, top, right, bottom)"
+
+
 async def site_state(page) -> dict:
     return await page.evaluate("window.__HALO__.finish()")
 
