@@ -177,6 +177,7 @@ def main() -> None:
     p.add_argument("--lora-target", default="language", choices=["language", "language+merger", "language+tower"])
     p.add_argument("--no-describe-tools", action="store_true")
     p.add_argument("--eval-every", type=int, default=10)
+    p.add_argument("--minutes", type=float, default=None, help="stop after this wall time, with a last greedy check")
     p.add_argument("--seed", type=int, default=0, help="torch seed: the adapter's initialisation and the draws")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=None, help="append the JSON lines to this file")
@@ -236,9 +237,10 @@ def main() -> None:
 
     started = time.time()
     for update in range(args.updates + 1):
-        if update % args.eval_every == 0:
+        out_of_time = args.minutes is not None and time.time() - started > 60 * args.minutes
+        if update % args.eval_every == 0 or out_of_time:
             evaluate(update)
-        if update == args.updates:
+        if update == args.updates or out_of_time:
             break
         draw = args.seed * 1_000_003 + update
         groups, texts, rs = [], [], []
