@@ -167,6 +167,7 @@ def summary(files: list[Path], block: int) -> list[dict]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--task", default="local.playground-2")
+    p.add_argument("--model", default=None, help="model folder (default: the tiny model vLLM serves)")
     p.add_argument("--updates", type=int, default=400)
     p.add_argument("--n", type=int, default=8, help="candidates per layout (num_generations)")
     p.add_argument("--lr", type=float, default=3e-3)
@@ -197,7 +198,7 @@ def main() -> None:
     slots = config["slots"]
     shots = asyncio.run(screenshots(task, len(slots)))
     settings = PolicySettings()
-    model_dir = resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
+    model_dir = args.model or resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed)
     processor = load_processor(model_dir)
     learner = Learner(
         load_model(model_dir),
