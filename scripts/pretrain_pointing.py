@@ -135,7 +135,7 @@ def main() -> None:
     model = load_model(base)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
-    rng, held_out = random.Random(args.seed), random.Random(10_000 + args.seed)
+    rng = random.Random(args.seed)
     out = open(args.out, "a") if args.out else None  # noqa: SIM115 (appended through the run)
     started = time.time()
 
@@ -149,14 +149,8 @@ def main() -> None:
         out_of_time = args.minutes is not None and time.time() - started > 60 * args.minutes
         if step % args.eval_every == 0 or step == args.steps or out_of_time:
             held = random.Random(10_000 + args.seed)  # the same held-out canvases each time
-            emit(
-                {
-                    "kind": "eval",
-                    "step": step,
-                    "seconds": round(time.time() - started, 1),
-                    **evaluate(model, processor, held, args.eval_n),
-                }
-            )
+            last_eval = evaluate(model, processor, held, args.eval_n)
+            emit({"kind": "eval", "step": step, "seconds": round(time.time() - started, 1), **last_eval})
         if step == args.steps or out_of_time:
             break
         enc, labels, _ = batch(processor, rng, args.batch)
@@ -175,13 +169,15 @@ def main() -> None:
                     "seconds": round(time.time() - started, 1),
                 }
             )
-    del held_out
     if args.save:
         dest = Path(args.save)
         model.save_pretrained(dest)
         for f in Path(base).iterdir():
-            if not (dest / f.name).exists():
+            # the tiny builder's marker names the random-weight build: this folder is not that one
+            if f.name != "halo_tiny_model.json" and not (dest / f.name).exists():
                 shutil.copy(f, dest / f.name)
+        provenance = {"base": str(base), "argv": vars(args), "steps": step, "last_eval": last_eval}
+        (dest / "halo_pointing.json").write_text(json.dumps(provenance, indent=2))
         emit({"kind": "saved", "dir": str(dest)})
 
 
