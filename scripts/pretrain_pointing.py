@@ -36,6 +36,9 @@ from halo_model.resolution import resolve_model
 
 WIDTH, HEIGHT = 1280, 720
 QUESTION = "Point to the box."
+# How the answer is written: "(x, y)", or Qwen-VL's grounding output for a point (JSON with
+# ``point_2d``, as the 8B was pretrained to answer), both in the 0-1000 space clicks use.
+ANSWERS = {"paren": "({x}, {y})", "point_2d": '{{"point_2d": [{x}, {y}]}}'}
 
 
 def canvas(rng: random.Random) -> tuple[Image.Image, tuple[int, int, int, int]]:
@@ -65,7 +68,7 @@ def prompt_text(processor) -> str:
     return processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def batch(processor, rng: random.Random, size: int):
+def batch(processor, rng: random.Random, size: int, answer: str = ANSWERS["paren"]):
     """Model inputs and labels (-100 but on the answer and its end token) for ``size`` canvases."""
     prompt = prompt_text(processor)
     images, texts, boxes = [], [], []
@@ -73,7 +76,7 @@ def batch(processor, rng: random.Random, size: int):
         img, box = canvas(rng)
         x, y = centre_1000(box)
         images.append(img)
-        texts.append(f"{prompt}({x}, {y})<|im_end|>")
+        texts.append(prompt + answer.format(x=x, y=y) + "<|im_end|>")
         boxes.append(box)
     enc = processor(text=texts, images=images, return_tensors="pt", padding=True)
     prompt_len = len(processor(text=[prompt], images=[images[0]], return_tensors="pt")["input_ids"][0])
@@ -93,9 +96,9 @@ def evaluate(model, processor, rng: random.Random, n: int) -> dict:
     for _ in range(n):
         img, box = canvas(rng)
         enc = processor(text=[prompt], images=[img], return_tensors="pt")
-        out = model.generate(**enc, max_new_tokens=12, do_sample=False, eos_token_id=stop, pad_token_id=stop)
+        out = model.generate(**enc, max_new_tokens=24, do_sample=False, eos_token_id=stop, pad_token_id=stop)
         text = processor.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
-        m = re.match(r"\((\d+), (\d+)\)", text)
+        m = re.search(r"(\d+), (\d+)", text)
         if not m:
             unreadable += 1
             continue
@@ -118,6 +121,7 @@ def main() -> None:
     p.add_argument("--model", default=None, help="base model folder (default: the tiny model vLLM serves)")
     p.add_argument("--steps", type=int, default=3000)
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--answer", choices=list(ANSWERS), default="paren", help="how the point is written")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-n", type=int, default=64)
@@ -153,7 +157,7 @@ def main() -> None:
             emit({"kind": "eval", "step": step, "seconds": round(time.time() - started, 1), **last_eval})
         if step == args.steps or out_of_time:
             break
-        enc, labels, _ = batch(processor, rng, args.batch)
+        enc, labels, _ = batch(processor, rng, args.batch, ANSWERS[args.answer])
         logits = model(**enc).logits[:, :-1]
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
         opt.zero_grad()
