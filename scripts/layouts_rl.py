@@ -253,10 +253,8 @@ def main() -> None:
             texts.append([c.text for c in cands])
             rs.append([rewards[k](c) for c in cands])
         adv = [group_advantages(torch.tensor(r)).tolist() for r in rs]
-        if args.seed_contrast:
-            adv, _ = contrast_by_key(
-                texts, adv, args.seed_contrast
-            )  # one task, step 0, no history: the text is the action
+        if args.seed_contrast:  # one task, step 0, no history: an answer's text is the action's key
+            adv, _ = contrast_by_key(texts, adv, args.seed_contrast)
         records = [SampleRecord(task.goal, [], [shots[k]], c) for k, comps in enumerate(groups) for c in comps]
         completions = [c for comps in groups for c in comps]
         batch = LearnerBatch(
