@@ -30,6 +30,8 @@ from pathlib import Path
 import torch
 from PIL import Image, ImageDraw
 
+from halo.actions import from_pixels
+from halo.schemas import Viewport
 from halo.settings.policy import PolicySettings
 from halo_model.loading import load_model, load_processor
 from halo_model.resolution import resolve_model
@@ -59,8 +61,9 @@ def canvas(rng: random.Random) -> tuple[Image.Image, tuple[int, int, int, int]]:
 
 
 def centre_1000(box: tuple[int, int, int, int]) -> tuple[int, int]:
+    """The box's centre in the 0-1000 space, as the policy's clicks map pixels (``from_pixels``)."""
     x0, y0, x1, y1 = box
-    return round((x0 + x1) / 2 / WIDTH * 1000), round((y0 + y1) / 2 / HEIGHT * 1000)
+    return from_pixels(((x0 + x1) / 2, (y0 + y1) / 2), Viewport(width=WIDTH, height=HEIGHT))
 
 
 def prompt_text(processor) -> str:
