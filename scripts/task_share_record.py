@@ -6,7 +6,9 @@ and late, and its held-out greedy success per evaluation, read from the run fold
 
 ``train_tasks.jsonl`` (one line per update: episodes and successes per task) and ``eval.jsonl``
 (one line per evaluation, the same per task) are the files the viewer's "Success per task" table
-reads. ``--window``: how many updates count as the first and the last.
+reads, read the same way: ``whole_records`` (a line cut short by a run still writing is skipped)
+and ``well_formed_counts`` (only usable counts). ``--window``: how many updates count as the first
+and the last.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import argparse
 import json
 from pathlib import Path
 
+from halo.schemas.task_success import well_formed_counts
 from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.observe.viewer.folders import whole_records
 
 
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+def _counts(path: Path) -> list[dict]:
+    """Each line's update and its usable per-task counts (an empty mapping where it has none)."""
+    return [{**r, "tasks": well_formed_counts(r.get("tasks")) or {}} for r in whole_records(path)]
 
 
 def _pooled(rows: list[dict], task: str) -> dict:
@@ -32,7 +37,7 @@ def _pooled(rows: list[dict], task: str) -> dict:
 def record(run_dir: Path, window: int) -> dict:
     config = json.loads((run_dir / "config.json").read_text())
     run = config.get("run", config)
-    train, evals = _lines(run_dir / "train_tasks.jsonl"), _lines(run_dir / "eval.jsonl")
+    train, evals = _counts(run_dir / "train_tasks.jsonl"), _counts(run_dir / "eval.jsonl")
     tasks = list(run["tasks"])
     jobs = {t: sum(r["tasks"].get(t, {}).get("episodes", 0) for r in train) for t in tasks}
     total = sum(jobs.values()) or 1

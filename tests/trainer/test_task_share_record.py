@@ -30,3 +30,20 @@ def test_shares_windows_and_evaluations(tmp_path):
     assert a["sampled_last_1_updates"]["wilson95"][0] > 0.4
     assert b["sampled_last_1_updates"] == {"successes": 0, "episodes": 0, "wilson95": [0.0, 1.0]}
     assert a["greedy_per_evaluation"] == [[0, 0, 2], [3, 0, 0]]
+
+
+def test_reads_like_the_viewer_a_cut_line_and_bad_counts_skipped(tmp_path):
+    """A run still writing (its last line cut) and a count the viewer would not use (successes above
+    episodes) are left out, as the viewer's per-task table leaves them out."""
+    rec = load_script("scripts/task_share_record.py")
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"run": {"tasks": ["a"], "seed": 0}}))
+    (run / "status.json").write_text(json.dumps({"state": "running"}))
+    good = {"update": 1, "tasks": {"a": {"episodes": 4, "successes": 1}}}
+    bad = {"update": 2, "tasks": {"a": {"episodes": 1, "successes": 3}}}
+    (run / "train_tasks.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + '\n{"update": 3, "tas')
+    (run / "eval.jsonl").write_text("")
+    out = rec.record(run, window=5)
+    assert (out["updates"], out["training_episodes"]) == (2, 4)
+    assert out["tasks"]["a"]["sampled_last_5_updates"]["successes"] == 1
