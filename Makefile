@@ -29,7 +29,8 @@ endif
 ifeq ($(filter $(STACK),$(STACKS)),)
 $(error STACK=$(STACK) (from the command line, HALO_STACK or $(ENV_FILE)): use one of $(STACKS))
 endif
-# `make up` / `down` / `model` always mean Compose: the GPU file unless STACK says compose-cpu.
+# `make up` / `model` always mean Compose (and `down` does where STACK is not local): the GPU file unless
+# STACK says compose-cpu.
 COMPOSE_STACK := $(if $(filter local,$(STACK)),compose,$(STACK))
 ifeq ($(COMPOSE_STACK),compose-cpu)
 COMPOSE = HALO_ENV_FILE=$(abspath $(ENV_FILE)) bash scripts/compose_cpu.sh
@@ -49,7 +50,7 @@ setup:            ## install system packages and the locked Python environment (
 
 compose-env:      # .env: a random trainer token (once) and HALO_STACK, the stack `make train` uses from now on
 	@command -v docker >/dev/null || { echo "error: docker is not installed (a GPU box needs git, Docker and the NVIDIA runtime)" >&2; exit 1; }
-	@$(if $(and $(filter local,$(STACK)),$(filter command line environment,$(origin STACK))),echo "error: STACK=local is the embedded stack (make stack-up); make up/down/model run Compose" >&2; exit 2)
+	@$(if $(and $(filter local,$(STACK)),$(filter command line environment,$(origin STACK))),echo "error: STACK=local is the embedded stack (make stack-up); make up/model run Compose" >&2; exit 2)
 	@umask 077; touch $(ENV_FILE); \
 	if ! grep -qs '^HALO_TRAINER_API_TOKEN=..*' $(ENV_FILE); then \
 		printf '\nHALO_TRAINER_API_TOKEN=%s\n' "$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" >> $(ENV_FILE); \
@@ -85,8 +86,16 @@ up: model         ## the whole Compose stack, waiting for every healthcheck (wri
 	done; \
 	echo "every service healthy after $$(( $$(date +%s) - t0 )) s; make train DOMAIN=... trains in the trainer container"
 
-down:             ## stop the Compose stack (VOLUMES=1 also deletes its data, Redis and model-cache volumes)
+# One command stops whatever this checkout runs: the embedded stack (`halo stack down`, every process
+# `halo stack up` started) unless HALO_STACK says Compose, and then the Compose stack. Before, `down`
+# always meant Compose, which on the embedded default failed on Compose's own checks (no trainer token).
+down:             ## stop this checkout's stack: the embedded one, or Compose where HALO_STACK says so (VOLUMES=1: Compose's volumes too)
+ifeq ($(STACK),local)
+	@$(if $(VOLUMES),echo "note: VOLUMES=1 is for the Compose stack; the embedded stack keeps its data in var/ (make clean deletes it)";)
+	@if [ -x $(HALO) ]; then $(HALO) stack down; else echo "no .venv here: the embedded stack was never started from this checkout"; fi
+else
 	$(COMPOSE) down$(if $(VOLUMES), -v)
+endif
 
 compose-running:  # make train/eval on a Compose stack: its trainer must be running (no host fallback)
 	@id=$$($(COMPOSE) ps -q trainer 2>/dev/null); \
@@ -138,8 +147,8 @@ format: setup
 stack-up: setup   ## the embedded local stack
 	$(HALO) stack up
 
-stack-down:
-	$(HALO) stack down
+stack-down:       ## the embedded stack's down whatever HALO_STACK says (on the embedded default the same as make down)
+	@if [ -x $(HALO) ]; then $(HALO) stack down; else echo "no .venv here: the embedded stack was never started from this checkout"; fi
 
 health:
 	$(HALO) health

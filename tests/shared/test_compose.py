@@ -604,6 +604,38 @@ def test_make_up_records_the_stack_and_a_bad_stack_is_refused(tmp_path: Path):
     assert "STACK=local is the embedded stack" in local_up.stdout  # printed by the recipe, which exits 2
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize(
+    ("env_file", "args", "expected"),
+    [
+        ("", [], ".venv/bin/halo stack down"),  # no marker: the embedded default
+        ("HALO_STACK=local\n", [], ".venv/bin/halo stack down"),
+        ("HALO_STACK=compose\n", [], " down"),
+        ("HALO_STACK=compose\n", ["VOLUMES=1"], " down -v"),
+        ("HALO_STACK=compose-cpu\n", [], "scripts/compose_cpu.sh down"),
+        ("", ["STACK=compose"], " down"),  # the command line overrides .env, as for train
+    ],
+)
+def test_make_down_stops_the_stack_this_checkout_runs(tmp_path: Path, env_file: str, args: list[str], expected: str):
+    result = _make(tmp_path, "down", *args, env_file=env_file)
+    assert result.returncode == 0, result.stderr
+    lines = [x for x in result.stdout.splitlines() if x.strip()]
+    embedded = expected.startswith(".venv")
+    assert any(expected in x for x in lines), result.stdout
+    # Never both: the embedded stack's down does not touch Compose (whose config needs the trainer
+    # token .env only has after `make up`), and Compose's down does not touch the local processes.
+    assert embedded == ("halo stack down" in result.stdout)
+    assert embedded != any(x.rstrip().endswith((" down", " down -v")) and "compose" in x for x in lines)
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_stack_down_stays_the_embedded_stack_down(tmp_path: Path):
+    for env_file in ("", "HALO_STACK=compose\n"):
+        result = _make(tmp_path, "stack-down", env_file=env_file)
+        assert result.returncode == 0, result.stderr
+        assert ".venv/bin/halo stack down" in result.stdout and "compose" not in result.stdout
+
+
 def _fake_tools(tmp_path: Path) -> dict[str, str]:
     """A PATH whose `make` records its arguments (one call per line) and whose `docker` exists."""
     bin_dir = tmp_path / "bin"
