@@ -10,6 +10,7 @@ import typer
 from pydantic import TypeAdapter
 from rich.table import Table
 
+from halo.cli.children import exit_code, run_child
 from halo.cli.output import console, fail
 from halo.schemas import Task
 
@@ -17,9 +18,9 @@ from halo.schemas import Task
 # The CLI imports no service package: each of these runs the owning service's own entry point.
 def _service_module(*argv: str) -> str:
     """``python -m <argv>`` in this environment; its standard output (its errors go to the terminal)."""
-    proc = subprocess.run([sys.executable, "-m", *argv], stdout=subprocess.PIPE, text=True)
-    if proc.returncode != 0:
-        fail(f"`python -m {' '.join(argv)}` exited with {proc.returncode}")
+    proc = run_child([sys.executable, "-m", *argv], stdout=subprocess.PIPE, text=True)
+    if exit_code(proc) != 0:
+        fail(f"`python -m {' '.join(argv)}` exited with {exit_code(proc)}")
     return proc.stdout
 
 

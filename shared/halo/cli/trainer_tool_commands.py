@@ -1,14 +1,15 @@
 """`halo eval`, `halo view`, `halo memory-plan` and `halo smoke`: the trainer's own entry points
-(evaluation, the run viewer, the memory plan, the smoke test), each run as ``python -m``."""
+(evaluation, the run viewer, the memory plan, the smoke test), each run as ``python -m``, a child that
+stops when the command is stopped (SIGTERM, Ctrl-C: ``halo.cli.children``)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import typer
 
 from halo.cli import stack as local_stack
+from halo.cli.children import exit_code, run_child
 from halo.cli.output import err
 from halo.cli.stack_commands import print_status
 
@@ -19,7 +20,7 @@ def evaluate(ctx: typer.Context) -> None:
     Runs the trainer's evaluation entry point, which plays greedy episodes through the stack's
     services and writes results, a table and a chart under the data folder.
     """
-    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.evaluation", *ctx.args]).returncode)
+    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.evaluation", *ctx.args])))
 
 
 def view(ctx: typer.Context) -> None:
@@ -27,14 +28,14 @@ def view(ctx: typer.Context) -> None:
 
     Runs the trainer's viewer entry point; it reads the folder and the screenshot store only.
     """
-    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.observe.viewer", *ctx.args]).returncode)
+    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.observe.viewer", *ctx.args])))
 
 
 def memory_plan(ctx: typer.Context) -> None:
     """Will the learner fit beside vLLM? The gpu target's memory plan for a card (`halo memory-plan --card
     a100-40gb`, `--two-cards`, `--help`), as the trainer checks it when a run starts; exit 1 when it does not fit.
     """
-    raise typer.Exit(subprocess.run([sys.executable, "-m", "halo_trainer.learner.memory_plan", *ctx.args]).returncode)
+    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.learner.memory_plan", *ctx.args])))
 
 
 def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:
@@ -43,9 +44,7 @@ def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode
     if not healthy:
         err.print("[red]missing[/red]  services: some are not alive or ready (`halo stack up` starts them)")
         raise typer.Exit(1)
-    code = subprocess.run(
-        [sys.executable, "-m", "halo_trainer.rollout.smoke", "--max-steps", str(max_steps)]
-    ).returncode
+    code = exit_code(run_child([sys.executable, "-m", "halo_trainer.rollout.smoke", "--max-steps", str(max_steps)]))
     if code:
         err.print("[red]smoke test failed[/red]: see the `missing` lines")
     raise typer.Exit(code)
