@@ -70,6 +70,22 @@ class PolicyPublishing:
         except NotFound:
             logger.info("adapter %s was not loaded (already unloaded?)", name)
 
+    async def unload_run_adapters(self, run_id: str) -> list[str]:
+        """A run's end: unload every adapter served under the run's names (``<run>-v<k>``),
+        whichever versions the staleness window kept; returns their names. Only the run's own
+        names go: a promoted mode's adapter (``<mode>-<digest>``) and other runs' stay."""
+        prefix = f"{run_id}-v"
+        names = sorted(
+            name
+            for name in (str(m["id"]) for m in await self.models())
+            if name.startswith(prefix) and name[len(prefix) :].isdigit()
+        )
+        for name in names:
+            await self.unload_adapter(name)
+        if names:
+            logger.info("run %s ended: unloaded its adapters %s", run_id, ", ".join(names))
+        return names
+
     async def publish_adapter(self, name: str, path: str) -> float:
         """Load ``name`` (``<run>-v<k>``) and make it current; returns the load time in seconds.
 

@@ -35,7 +35,9 @@ def test_short_run_advances_the_adapter_in_vllm_and_writes_metrics(stack):
         assert busy.status_code == 409 and "training" in busy.json()["error"]
     status = stack.wait_run(run_id, {"finished"})
     assert status["episodes_done"] == 8 and status["updates"] == 2 and status["policy_version"] == 2
-    assert f"{run_id}-v2" in _served(stack)  # the newest adapter is what vLLM serves
+    # The run served v1 and v2 while it trained; once finished, vLLM lists none of its adapters.
+    assert not {m for m in _served(stack) if m.startswith(f"{run_id}-v")}, _served(stack)
+    assert f"adapter {run_id}-v2 loaded into vLLM" in (stack.data_dir / "stack" / "logs" / "trainer.log").read_text()
     run_dir = Path(status["run_dir"])
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["update"] for m in lines] == [1, 2]

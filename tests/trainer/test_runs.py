@@ -26,7 +26,7 @@ from halo_trainer import keys
 from halo_trainer.api.app import create_app
 from halo_trainer.api.runs import RunManager
 from halo_trainer.config import load_defaults, profile_for, resolve
-from tests.trainer.loop_harness import TIMEOUT_S, episode, new_learner, scripted_worker
+from tests.trainer.loop_harness import TIMEOUT_S, episode, infra, new_learner, scripted_worker
 from tests.trainer.stand_ins import EnvStandIn
 
 MODEL = "tiny-model-as-served"  # the trainer's model setting; the vLLM stand-in reports the same root
@@ -164,7 +164,7 @@ async def test_a_run_whose_served_model_is_not_the_learners_fails_with_both_name
     assert api.manager.busy() is None
 
 
-async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_others(api: Api):
+async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_others(api: Api, vllm_admin):
     registry, runs_dir = api.manager.registry, api.settings.runs_dir
 
     async def interrupted(run_id: str, created_at: float, state: RunState = RunState.RUNNING) -> Path:
@@ -189,6 +189,7 @@ async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_othe
     (good / "config.json").write_text(json.dumps({"run": cfg.model_dump(mode="json")}))
     await interrupted("r-stop-asked", 2.0)
     await api.redis.sadd(keys.STOPPED_RUNS, "r-stop-asked")
+    vllm_admin.adapters |= {"r-stop-asked-v3", "r-stop-asked-v4"}  # what its last trainer had loaded
     await interrupted("r-no-config", 3.0)
     (await interrupted("r-old-config", 4.0, RunState.STOPPING)).joinpath("config.json").write_text('{"run": {}}')
     await interrupted("r-finished", 5.0, RunState.FINISHED)
@@ -196,6 +197,7 @@ async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_othe
     await api.manager.resume_interrupted()
     states = {s.run_id: (s.state, s.error) for s in await registry.all()}
     assert states["r-stop-asked"] == (RunState.STOPPED, None)
+    assert not {a for a in vllm_admin.adapters if a.startswith("r-stop-asked")}
     assert states["r-no-config"] == (RunState.FAILED, "interrupted before its config was written")
     assert states["r-old-config"][0] is RunState.FAILED
     assert states["r-old-config"][1].startswith("cannot resume: config.json is not valid")
@@ -209,3 +211,49 @@ async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_othe
 
 async def _played(job):
     return episode(job)
+
+
+async def test_a_run_that_ends_unloads_its_adapters_whatever_its_end(api: Api, vllm_admin):
+    """Finished, stopped, failed: after each, vLLM lists what it listed before the run (a promoted
+    mode's adapter and another run's stay); leftovers would take later runs' ``max_loras`` slots."""
+    vllm_admin.adapters |= {"qwen3vl_grpo-0123abcd", "someone-else-20260101-000000-0000-v3"}
+    before = set(vllm_admin.adapters)
+    api.manager.settings = api.manager.settings.model_copy(update={"outage_wait_s": 1.0})
+    body = {"domain": "playground", "tasks": ["local.playground-1"], "eval_every": 0}
+
+    async def fails_after_the_first_version(job):
+        return infra(job, "env: the browser died") if job.policy.version >= 1 else episode(job)
+
+    worker_stop = asyncio.Event()
+    play = {"script": _played}
+
+    async def scripted(job):
+        return await play["script"](job)
+
+    worker = asyncio.create_task(scripted_worker(api.redis, api.settings, scripted, worker_stop, []))
+    try:
+        finished = await api.client.post("/runs", json={**body, "episodes": 8, "name": "ends-finished"})
+        run_id = finished.json()["run_id"]
+        final = await wait_for_state(api.manager, run_id, {RunState.FINISHED})
+        assert final.policy_version == 2
+        assert {a for a in vllm_admin.loads if a.startswith(run_id)} == {f"{run_id}-v1", f"{run_id}-v2"}
+        assert vllm_admin.adapters == before, "finished"
+
+        stopped = await api.client.post("/runs", json={**body, "episodes": 1000, "name": "ends-stopped"})
+        run_id = stopped.json()["run_id"]
+        await wait_for_state(api.manager, run_id, {RunState.RUNNING}, updates=2)
+        assert f"{run_id}-v2" in vllm_admin.adapters
+        assert (await api.client.post(f"/runs/{run_id}/stop")).status_code == 200
+        await wait_for_state(api.manager, run_id, {RunState.STOPPED})
+        assert vllm_admin.adapters == before, "stopped"
+
+        play["script"] = fails_after_the_first_version
+        failing = await api.client.post("/runs", json={**body, "episodes": 1000, "name": "ends-failed"})
+        run_id = failing.json()["run_id"]
+        failed = await wait_for_state(api.manager, run_id, {RunState.FAILED})
+        assert failed.policy_version >= 1 and "browser died" in failed.error
+        assert f"{run_id}-v1" in vllm_admin.loads
+        assert vllm_admin.adapters == before, "failed"
+    finally:
+        worker_stop.set()
+        await worker

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
-from halo.schemas import Algorithm, RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas import Algorithm, RunEvent, RunPhase, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
 from halo.settings.trainer import TrainerSettings
@@ -196,6 +196,7 @@ class RunManager:
                 if await self.redis.sismember(keys.STOPPED_RUNS, status.run_id):
                     status.state = RunState.STOPPED  # asked to stop before the trainer went down
                     await self.registry.save(status)
+                    await self._unload_adapters(status.run_id)  # what its last trainer had loaded
                     continue
                 cfg_path = Path(status.run_dir or "") / "config.json"
                 if not cfg_path.exists():
@@ -307,6 +308,14 @@ class RunManager:
         if problem is not None:
             raise PromptCheckFailed(problem)
 
+    async def _unload_adapters(self, run_id: str) -> None:
+        """A run that ended without its loop (stopped while no trainer ran it): its adapters out of
+        vLLM; an unreachable server is logged (a restarted vLLM has none of them anyway)."""
+        try:
+            await self.policy.unload_run_adapters(run_id)
+        except CallError as exc:
+            logger.warning("run %s: could not unload its adapters from vLLM (%s)", run_id, exc)
+
     @staticmethod
     async def _release_weights(loop: GrpoLoop | MctsLoop) -> None:
         """Give vLLM its base weights back after a full-weights run (``PolicyPublisher.release``);
@@ -328,7 +337,7 @@ class RunManager:
         async def report(now: LoopStatus) -> None:
             status.updates, status.policy_version = now.updates, now.version
             status.episodes_done, status.adapter_name = now.episodes_done, now.adapter_name
-            status.latest_metrics = now.metrics
+            status.latest_metrics, status.phase = now.metrics, now.phase
             if status.state is RunState.PENDING:
                 status.state = RunState.RUNNING
             await self.registry.save(status)
@@ -339,6 +348,8 @@ class RunManager:
         learner = None
         try:
             status.state = RunState.RUNNING
+            # Loading the learner's model is the first slow step (minutes for the 8B): say so.
+            status.phase = RunPhase(kind="starting", label="loading the learner's model", started_at=time.time())
             await self.registry.save(status)
             await self.check_served_model()
             learner, processor = await asyncio.to_thread(self._learner_parts, cfg)
@@ -384,6 +395,7 @@ class RunManager:
                 await asyncio.to_thread(trackers.close)
             loop = learner = None
             release_accelerator_memory()
+        status.phase = None  # a phase describes a run in progress only
         await self.registry.save(status)
         await self.redis.rpush(
             keys.events(cfg.run_id),

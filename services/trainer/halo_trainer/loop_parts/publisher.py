@@ -2,8 +2,8 @@
 
 Version k of a run is the adapter ``<run>-v<k>`` (version 0: the base model). Publishing saves it,
 loads it into vLLM and makes it the version new samples use (the run's current-policy record in
-Redis); versions too old for any accepted transition are unloaded. How a version reaches vLLM is
-one of two strategies:
+Redis); versions too old for any accepted transition are unloaded, and when the run ends every
+adapter of the run is (``release``). How a version reaches vLLM is one of two strategies:
 
 - ``AdapterWeights``: the LoRA adapter alone, loaded at runtime (``/v1/load_lora_adapter``).
 - ``FullWeights``: a run that also trains base modules (the vision tower, say) serves each
@@ -26,6 +26,7 @@ from halo.policy_client import EngineDead, PolicyClient
 from halo.schemas import PolicyVersion
 from halo.transport import ServiceUnavailable
 from halo_trainer.learner.learner import Learner
+from halo_trainer.loop_parts.progress import Progress
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.streams import set_current_policy
 
@@ -59,7 +60,8 @@ class AdapterWeights:
         """Nothing besides adapters to retire."""
 
     async def release(self, current: PolicyVersion) -> None:
-        """The base weights vLLM serves were never changed."""
+        """The base weights vLLM serves were never changed: only the run's adapters go
+        (``PolicyPublisher.release`` unloads them)."""
 
 
 class FullWeights(AdapterWeights):
@@ -112,7 +114,6 @@ class FullWeights(AdapterWeights):
         folder = self._weights(0)
         await asyncio.to_thread(self.learner.save_initial_base_weights, folder)
         seconds = await self.policy.reload_weights(str(folder))
-        await self.policy.unload_adapter(current.adapter_name)
         await asyncio.to_thread(shutil.rmtree, folder, True)
         logger.info("run %s ended: vLLM serves the base weights again (%.2f s)", current.run_id, seconds)
 
@@ -129,8 +130,10 @@ class PolicyPublisher:
         counters: Counters,
         max_staleness: int,
         outage_wait_s: float,
+        progress: Progress | None = None,
     ) -> None:
         self.run_id, self.redis, self.policy, self.run_dir, self.c = run_id, redis, policy, run_dir, counters
+        self.progress = progress or Progress()
         self.max_staleness, self.outage_wait_s = max_staleness, outage_wait_s
         strategy = FullWeights if learner.full_weight_names() else AdapterWeights
         self.weights: AdapterWeights = strategy(policy, learner, run_dir)
@@ -163,6 +166,8 @@ class PolicyPublisher:
                 if time.monotonic() > deadline:
                     raise
                 logger.warning("policy server unavailable while serving v%d (%s); waiting", version, exc)
+                self.progress.note(f"waiting for vLLM to serve v{version}: {exc}")
+                await self.progress.tick()
                 await asyncio.sleep(10)
 
     async def ensure_served(self, version: int) -> None:
@@ -184,6 +189,7 @@ class PolicyPublisher:
     async def publish_next(self) -> None:
         """Save the learner as the next version and serve it."""
         version = self.c.version + 1
+        await self.progress.enter("publishing", f"publishing v{version} into vLLM")
         await self.weights.save(version)
         await self.serve(version)
         self.c.version = version
@@ -202,8 +208,13 @@ class PolicyPublisher:
 
     async def release(self) -> None:
         """A run's end: vLLM serves what it served before the run (a full-weights run's base
-        weights back, its adapter unloaded). Without this, every later run and every base-model
-        evaluation on that server would sample from this run's weights. Not called when the
-        trainer shuts down: the run resumes, and serves its version again."""
-        if self.c.version > 0:
-            await self.weights.release(self.current())
+        weights back, every adapter of the run unloaded). Without this, every later run and every
+        base-model evaluation on that server would sample from this run's weights, and the run's
+        leftover adapters would take ``max_loras`` slots from later runs (vLLM then evicts and
+        reloads). Not called when the trainer shuts down: the run resumes, and serves its version
+        again."""
+        try:
+            if self.c.version > 0:
+                await self.weights.release(self.current())
+        finally:  # a failed weights restore still frees the adapters' slots
+            await self.policy.unload_run_adapters(self.run_id)
