@@ -50,7 +50,7 @@ from halo.schemas.rollout import (
     StructuredMode,
     Transition,
 )
-from halo.schemas.runs import RunEvent, RunSpec, RunState, RunStatus
+from halo.schemas.runs import RunEvent, RunPhase, RunSpec, RunState, RunStatus
 from halo.schemas.search import SearchTree, TreeNode
 from halo.schemas.tasks import Task, Website
 
@@ -90,6 +90,7 @@ __all__ = [
     "SearchOutcome",
     "RunEvent",
     "RunSpec",
+    "RunPhase",
     "RunState",
     "RunStatus",
     "TrackerName",

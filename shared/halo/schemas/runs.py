@@ -54,6 +54,25 @@ class RunState(StrEnum):
     FAILED = "failed"
 
 
+class RunPhase(Message):
+    """What a running run is doing now, so that a progress line can name it (``halo train``, the viewer).
+
+    A run spends minutes outside its updates (the baseline evaluation, one every ``eval_every``
+    updates, loading an adapter into vLLM, waiting out an outage); without this a progress bar sits
+    still through them. ``done``/``total`` count the phase's own work where it has any (an
+    evaluation's episodes, an update's jobs); ``note`` says why a phase takes longer than it should
+    (vLLM not ready, a job reclaimed after its timeout), set by the loop that knows.
+    """
+
+    kind: Literal["starting", "collecting", "updating", "publishing", "evaluating", "checkpointing"]
+    label: Annotated[str, Field(max_length=200)]  # "evaluating v10", "collecting update 3"
+    done: int = 0
+    total: int | None = None
+    unit: str = ""  # what done/total count: "episodes", "jobs"
+    started_at: float  # wall clock (time.time()) when the phase began
+    note: Annotated[str, Field(max_length=500)] | None = None
+
+
 class RunStatus(Message):
     run_id: str
     state: RunState
@@ -71,6 +90,7 @@ class RunStatus(Message):
     # The default task set keeps only tasks whose site answered when the run was created.
     tasks_left_out: list[TaskReachability] = Field(default_factory=list)
     task_set_note: str | None = None  # one line on what was left out (or named but unreachable), and why
+    phase: RunPhase | None = None  # while running: what the loop is doing now (None before it starts and once it ends)
 
     @field_validator("spec", mode="before")
     @classmethod

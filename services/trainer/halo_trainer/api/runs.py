@@ -342,6 +342,10 @@ class RunManager:
                 status.state = RunState.RUNNING
             await self.registry.save(status)
 
+        async def report_phase(phase: RunPhase) -> None:
+            status.phase = phase
+            await self.registry.save(status)
+
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None
         loop: GrpoLoop | MctsLoop | None = None
@@ -370,6 +374,7 @@ class RunManager:
                 settings=self.settings,
                 status_cb=report,
                 trackers=trackers,
+                phase_cb=report_phase,
             )
             outcome = await loop.run(stop)
             if outcome == "stopped" and self._shutting_down:

@@ -50,6 +50,9 @@ class Evaluator:
         for ``JOB_TIMEOUT_S``). eval.jsonl's line also counts them per task (``observe.task_counts``).
         """
         cfg, policy, tag = self.cfg, self.current(), f"{self.c.eval_rounds}-{self.nonce}"
+        await self.pipeline.progress.enter(
+            "evaluating", f"evaluating v{policy.version}", total=cfg.eval_episodes, unit="episodes"
+        )
         done, replaced = await self.pipeline.play_slots(
             cfg.eval_episodes, lambda slot, attempt: eval_job(cfg, policy, slot, attempt, tag), stop
         )

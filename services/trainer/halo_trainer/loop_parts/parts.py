@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 
 from halo.policy_client import PolicyClient
 from halo.queue import Delivery
-from halo.schemas import PolicyVersion, RolloutJob, RolloutResult
+from halo.schemas import PolicyVersion, RolloutJob, RolloutResult, RunPhase
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import RunConfig
@@ -32,6 +32,7 @@ from halo_trainer.learner.learner import Learner
 from halo_trainer.loop_parts.durability import Durability
 from halo_trainer.loop_parts.evaluation import Evaluator
 from halo_trainer.loop_parts.pipeline import JobPipeline, Outage
+from halo_trainer.loop_parts.progress import Progress
 from halo_trainer.loop_parts.publisher import PolicyPublisher
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.observe.episode_log import EpisodeLog
@@ -49,6 +50,7 @@ class LoopStatus:
     episodes_done: int
     adapter_name: str  # what new samples use: the base model name at version 0
     metrics: dict[str, float]  # the latest update's metrics, NaN left out
+    phase: RunPhase | None = None  # what the loop is doing now (``loop_parts.progress``)
 
 
 class RunParts:
@@ -67,11 +69,15 @@ class RunParts:
         settings: TrainerSettings,
         status_cb: Callable[[LoopStatus], Awaitable[None]] | None = None,
         trackers: Trackers | None = None,
+        phase_cb: Callable[[RunPhase], Awaitable[None]] | None = None,
     ) -> None:
         self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, learner
         self.processor, self.store, self.run_dir, self.settings = processor, store, Path(run_dir), settings
-        self.status_cb, self.trackers = status_cb, trackers
+        # status_cb hears of each update's end (its counters and metrics), phase_cb of every phase
+        # change and the progress inside a phase (``loop_parts.progress``), which is far more often.
+        self.status_cb, self.trackers, self.phase_cb = status_cb, trackers, phase_cb
         self.c = Counters()
+        self.progress = Progress(self._report_phase)
         self.metrics = MetricsLog(self.run_dir / "metrics.jsonl", trackers=trackers)
         episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.loss_type)
         self.publisher = PolicyPublisher(
@@ -83,17 +89,19 @@ class RunParts:
             counters=self.c,
             max_staleness=cfg.max_staleness,
             outage_wait_s=settings.outage_wait_s,
+            progress=self.progress,
         )
         self.pipeline = JobPipeline(
             jobs=jobs_queue(redis, settings),
             results=results_queue(redis, cfg.run_id),
             counters=self.c,
             episodes=episodes,
-            outage=Outage(settings.outage_wait_s, ready=self._policy_ready),
+            outage=Outage(settings.outage_wait_s, ready=self._policy_ready, progress=self.progress),
             train_job=lambda index: train_job(self.publisher.current(), index),
             episodes_per_job=episodes_per_job,
             episode_budget=cfg.episodes,
             prefetch_updates=cfg.prefetch_updates,
+            progress=self.progress,
         )
         self.durability = Durability(
             checkpoints=CheckpointManager(self.run_dir / "checkpoints", keep=settings.checkpoint_keep),
@@ -124,7 +132,9 @@ class RunParts:
     async def start(self, stop: asyncio.Event) -> None:
         """Resume from the last checkpoint, serve its version, and take the baseline evaluation."""
         self.stop = stop
+        await self.progress.enter("starting", "restoring the last checkpoint")
         await self.durability.restore(self.cfg.run_id)
+        await self.progress.enter("publishing", f"serving v{self.c.version}")
         await self.publisher.serve(self.c.version)
         if self.c.updates == 0 and self.c.eval_rounds == 0 and self.cfg.eval_every:
             await self.evaluator.evaluate(stop)
@@ -133,7 +143,10 @@ class RunParts:
         """Each update's results (``jobs_per_update`` of them, fewer at the budget's end) until the
         episode budget is spent or ``stop`` is set."""
         while self.c.episodes_done < self.cfg.episodes and not stop.is_set():
+            update = self.c.updates + 1
+            await self.progress.enter("collecting", f"collecting update {update}", unit="jobs")
             if results := await self.pipeline.collect(self.cfg.jobs_per_update, stop):
+                await self.progress.enter("updating", f"update {update}: learner step on {len(results)} jobs")
                 yield results
 
     def count_update(self, results: list[Delivery[RolloutResult]], episodes: int, started: float) -> dict[str, float]:
@@ -161,6 +174,7 @@ class RunParts:
         self.latest = metrics
         self.metrics.write(self.c.updates, self.c.version, metrics)
         if self.c.updates % self.cfg.checkpoint_every == 0:
+            await self.progress.enter("checkpointing", f"checkpointing update {self.c.updates}")
             await self.durability.checkpoint()
         await self._report()
 
@@ -169,6 +183,7 @@ class RunParts:
         if self.cfg.eval_every and not stop.is_set() and self.c.updates % self.cfg.eval_every:
             self.latest |= await self.evaluator.evaluate(stop)
             self.metrics.write(self.c.updates, self.c.version, self.latest)
+        await self.progress.enter("checkpointing", f"final checkpoint at update {self.c.updates}")
         await self.durability.checkpoint()
         await self._report()
         return "stopped" if stop.is_set() else "finished"
@@ -180,8 +195,13 @@ class RunParts:
             episodes_done=self.c.episodes_done,
             adapter_name=self.publisher.current().adapter_name,
             metrics={k: v for k, v in self.latest.items() if not math.isnan(v)},
+            phase=self.progress.phase.model_copy() if self.progress.phase else None,
         )
 
     async def _report(self) -> None:
         if self.status_cb is not None:
             await self.status_cb(self.status())
+
+    async def _report_phase(self) -> None:
+        if self.phase_cb is not None and self.progress.phase is not None:
+            await self.phase_cb(self.progress.phase.model_copy())

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from halo.queue import Delivery, StreamQueue
 from halo.schemas import RolloutJob, RolloutResult
 from halo.transport import CallError
+from halo_trainer.loop_parts.progress import Progress
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.observe.episode_log import EpisodeLog
 from halo_trainer.streams import LEARNER
@@ -52,9 +53,10 @@ def infra_failure(result: RolloutResult) -> str | None:
 class Outage:
     """How long rollouts have failed, and when replacements may go out again."""
 
-    def __init__(self, wait_s: float, ready: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, wait_s: float, ready: Callable[[], Awaitable[None]], progress: Progress | None = None) -> None:
         self.wait_s = wait_s
         self._ready = ready  # raises CallError unless vLLM is up and serves the run's version
+        self.progress = progress or Progress()  # where a wait is said while it lasts
         self._since: float | None = None  # monotonic time of the first failure since a success
         self._last_failure = ""
         self._next_try = 0.0
@@ -64,10 +66,12 @@ class Outage:
         if self._since is None:
             self._since = time.monotonic()
         self._last_failure = why
+        self.progress.note(f"rollouts failing on infrastructure, replaced (up to {self.wait_s:.0f} s): {why[:300]}")
 
     def succeeded(self) -> None:
         if self._since is not None:
             logger.info("rollouts succeed again after %.1f s of failures", time.monotonic() - self._since)
+            self.progress.note(None)
         self._since, self._next_try, self._retry_s = None, 0.0, RETRY_FIRST_S
 
     async def may_publish(self) -> bool:
@@ -94,6 +98,7 @@ class Outage:
             await self._ready()
         except CallError as exc:
             self.failed(f"policy server: {exc}")
+            self.progress.note(f"waiting for vLLM ({waited:.0f} s of {self.wait_s:.0f}): {str(exc)[:300]}")
             logger.warning("policy server not ready (%s); replacements wait", exc)
             return False
         return True
@@ -112,8 +117,10 @@ class JobPipeline:
         episodes_per_job: int,
         episode_budget: int,
         prefetch_updates: int,
+        progress: Progress | None = None,
     ) -> None:
         self.jobs, self.results, self.c, self.episodes, self.outage = jobs, results, counters, episodes, outage
+        self.progress = progress or Progress()
         self.train_job, self.episodes_per_job = train_job, episodes_per_job
         self.episode_budget, self.prefetch_updates = episode_budget, prefetch_updates
         self.buffer: list[Delivery[RolloutResult]] = []
@@ -142,6 +149,8 @@ class JobPipeline:
         ahead = count * (1 + self.prefetch_updates)
         while not stop.is_set():
             needed = self.jobs_needed()
+            self.progress.advance(min(len(self.buffer), count), min(count, needed))
+            await self.progress.tick()
             if len(self.buffer) >= min(count, needed):
                 break
             await self._top_up(min(ahead, needed))
@@ -160,6 +169,7 @@ class JobPipeline:
         for job_id, at in list(self.c.inflight.items()):
             if now - at > JOB_TIMEOUT_S:
                 logger.warning("job %s: no result after %.0f s; replacing it", job_id, now - at)
+                self.progress.note(f"reclaimed job {job_id}: no result after {now - at:.0f} s; replaced")
                 del self.c.inflight[job_id]
                 self.c.jobs_timed_out += 1
         if len(self.c.inflight) + len(self.buffer) >= target or not await self.outage.may_publish():
@@ -259,11 +269,14 @@ class JobPipeline:
                     waiting[i] = (job, time.monotonic())
                 to_publish.clear()
             await self._receive(16)
+            self.progress.advance(len(done))
+            await self.progress.tick()
             for i, (job, at) in list(waiting.items()):
                 result = self.evals.pop(job.job_id, None)
                 if result is None:
                     if time.monotonic() - at > JOB_TIMEOUT_S:
                         logger.warning("eval job %s: no result after %.0f s; not scored", job.job_id, JOB_TIMEOUT_S)
+                        self.progress.note(f"eval job {job.job_id}: no result after {JOB_TIMEOUT_S:.0f} s; not scored")
                         del waiting[i]
                     continue
                 del waiting[i]
@@ -276,4 +289,6 @@ class JobPipeline:
                 else:
                     self.outage.succeeded()
                     done[i] = result
+        self.progress.advance(len(done))
+        await self.progress.tick()
         return done, replaced
