@@ -76,7 +76,10 @@ class Stack:
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
     def api(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url["trainer"], timeout=30)
+        """The run API as the user's tools call it: with the token `halo stack up` made for this
+        stack's data folder (the local stack always has one: halo.local_token)."""
+        token = (self.data_dir / "stack" / "trainer-token").read_text().strip()
+        return httpx.Client(base_url=self.url["trainer"], timeout=30, headers={"Authorization": f"Bearer {token}"})
 
     def wait_run(self, run_id: str, states: set[str], timeout_s: float = 900, at_least_updates: int = 0) -> dict:
         deadline = time.monotonic() + timeout_s

@@ -101,7 +101,10 @@ def test_bad_run_requests_are_clear_4xx(stack):
             assert words in r.json()["error"], (body, r.json())
         assert api.post("/runs", content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
         assert api.get("/runs/nope").status_code == 404
-        assert api.post("/runs/nope/stop").status_code == 404
+        assert api.post("/runs/nope/stop", json={}).status_code == 404
+    # The local stack has a token by default: a request without it changes nothing.
+    anonymous = httpx.post(f"{stack.url['trainer']}/runs/nope/stop", json={}, timeout=30)
+    assert anonymous.status_code == 401 and "bearer token" in anonymous.json()["error"]
 
 
 def test_halo_train_passes_every_option_to_the_run(stack):

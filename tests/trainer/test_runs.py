@@ -101,7 +101,7 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
     assert await api.manager.registry.all() == [] and not (api.settings.runs_dir).exists()
     for path in ("/runs/nope", "/runs/nope/metrics"):
         assert (await api.client.get(path)).status_code == 404
-    assert (await api.client.post("/runs/nope/stop")).status_code == 404
+    assert (await api.client.post("/runs/nope/stop", json={})).status_code == 404
 
 
 async def test_a_run_defaults_file_broken_after_start_is_a_503_saying_so(api: Api, tmp_path):
@@ -134,7 +134,7 @@ async def test_a_run_is_created_reports_its_progress_is_stopped_and_frees_the_tr
     worker = asyncio.create_task(scripted_worker(api.redis, api.settings, _played, worker_stop, []))
     try:
         running = await wait_for_state(api.manager, created.run_id, {RunState.RUNNING}, updates=2)
-        stopped = await api.client.post(f"/runs/{created.run_id}/stop")
+        stopped = await api.client.post(f"/runs/{created.run_id}/stop", json={})
         assert stopped.status_code == 200
         final = await wait_for_state(api.manager, created.run_id, {RunState.STOPPED})
     finally:
@@ -243,7 +243,7 @@ async def test_a_run_that_ends_unloads_its_adapters_whatever_its_end(api: Api, v
         run_id = stopped.json()["run_id"]
         await wait_for_state(api.manager, run_id, {RunState.RUNNING}, updates=2)
         assert f"{run_id}-v2" in vllm_admin.adapters
-        assert (await api.client.post(f"/runs/{run_id}/stop")).status_code == 200
+        assert (await api.client.post(f"/runs/{run_id}/stop", json={})).status_code == 200
         await wait_for_state(api.manager, run_id, {RunState.STOPPED})
         assert vllm_admin.adapters == before, "stopped"
 

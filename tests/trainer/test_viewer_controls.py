@@ -218,9 +218,12 @@ async def test_start_a_run_from_the_form_stop_it_and_promote_its_adapter(page, t
     text = await message(page, "#start-message")
     assert "refused the token (401)" in text and "bearer token" in text and "Traceback" not in text
     assert await page.evaluate("sessionStorage.getItem('haloTrainerToken')") is None
-    # The right token; the API's own validation message for episodes=0.
-    await page.fill("#token", TOKEN)
-    await page.click("#token-save")
+    # The right token, from its file as the local stack writes it (read in the page, never sent in a
+    # URL); the API's own validation message for episodes=0.
+    token_file = {"name": "trainer-token", "mimeType": "text/plain", "buffer": f"{TOKEN}\n".encode()}
+    await page.set_input_files("#token-file", files=[token_file])
+    await page.wait_for_selector("#token-forget")
+    assert await page.evaluate("sessionStorage.getItem('haloTrainerToken')") == TOKEN
     await form.locator("button[type=submit]").click()
     assert "422: invalid request: episodes: Input should be greater than or equal to 1" in await message(
         page, "#start-message"

@@ -31,6 +31,7 @@ PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_o
 stack_app.command("up")(stack_commands.stack_up)
 stack_app.command("down")(stack_commands.stack_down)
 stack_app.command("status")(stack_commands.stack_status)
+stack_app.command("token")(stack_commands.stack_token)
 app.command()(stack_commands.health)
 
 # -- training ---------------------------------------------------------------------------------

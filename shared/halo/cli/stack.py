@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from halo.cli.stack_probes import is_ready, probe, redis_reachable
 from halo.cli.stack_processes import ProcessRecord, pid_alive, same_process, spawn, stop_group
 from halo.cli.stack_state import StackState, load_state, locked, save_state, state_path
+from halo.local_token import ensure_token
 from halo.settings import HaloSettings
 from halo.settings.env import EnvSettings
 from halo.settings.policy import PolicySettings
@@ -116,10 +117,13 @@ def up(services: list[str] | None = None, say: Callable[[str], None] = print) ->
             state.processes.append(redis_record)
         save_state(state, settings)
         env = {**os.environ, "HALO_REDIS_URL": redis_url, "PYTHONUNBUFFERED": "1"}
+        # The trainer alone gets the run API's token: HALO_TRAINER_API_TOKEN, else the stack's own
+        # random one (halo.local_token), so that only the user's tools can change a run.
+        trainer_env = {**env, "HALO_TRAINER_API_TOKEN": ensure_token(TrainerSettings())}
         for spec in service_specs(services):
             # Later services' readiness checks depend on earlier ones (env needs sites, trainer
             # needs everything), so each is ready before the next starts.
-            _up_one(spec, state, settings, logs, env, say)
+            _up_one(spec, state, settings, logs, trainer_env if spec.name == "trainer" else env, say)
         return state
 
 

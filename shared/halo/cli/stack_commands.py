@@ -22,6 +22,18 @@ def stack_up(
     console.print(f"[green]stack ready[/green] (redis {state.redis_url}); `halo stack down` stops it")
 
 
+def stack_token() -> None:
+    """Print the run API's token the CLI sends (HALO_TRAINER_API_TOKEN, else the local stack's own),
+    to paste into the viewer once per tab; `halo stack up` makes the stack's on first use."""
+    from halo.local_token import read_token, token_path
+    from halo.settings.trainer import TrainerSettings
+
+    settings = TrainerSettings()
+    if not (token := read_token(settings)):
+        fail(f"no token yet: `halo stack up` makes one ({token_path(settings)})")
+    typer.echo(token)
+
+
 def stack_down() -> None:
     """Stop every process `halo stack up` started."""
     local_stack.down(say=console.print)

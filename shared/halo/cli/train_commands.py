@@ -10,14 +10,16 @@ import httpx
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn
 from rich.table import Table
 
 from halo.cli import stack as local_stack
 from halo.cli import stack_probes
 from halo.cli.knob_options import spec_values, with_knob_options
 from halo.cli.output import console, err, fail
+from halo.cli.progress import Plan, RunProgress, duration
 from halo.cli.summary import run_summary, viewer_link
+from halo.local_token import read_token
 from halo.schemas import RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
@@ -25,7 +27,7 @@ TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
 
 
 def _client(settings: TrainerSettings) -> httpx.Client:
-    token = settings.api_token.get_secret_value()
+    token = read_token(settings)  # HALO_TRAINER_API_TOKEN, else the local stack's (halo.local_token)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     url = f"http://{'127.0.0.1' if settings.host in ('0.0.0.0', '') else settings.host}:{settings.port}"
     return httpx.Client(base_url=url, headers=headers, timeout=30)
@@ -124,33 +126,75 @@ def _evaluations(client: httpx.Client, run_id: str) -> list[dict]:
     return [line for line in lines if isinstance(line, dict)] if isinstance(lines, list) else []
 
 
+def _plan(client: httpx.Client, run_id: str) -> Plan:
+    """The run's evaluation schedule from its resolved config (the viewer's route); unknown (no
+    evaluations counted in the ETA) when it cannot be read."""
+    try:
+        response = client.get(f"/ui/api/runs/{run_id}")
+        response.raise_for_status()
+        config = response.json().get("config", {})
+        return Plan(eval_every=int(config.get("eval_every") or 0), eval_episodes=int(config.get("eval_episodes") or 0))
+    except (httpx.HTTPError, ValueError, TypeError, AttributeError):
+        return Plan()
+
+
+def _scores(run: RunStatus) -> str:
+    """The latest update's headline numbers; "no update yet" rather than NaN before the first."""
+    m = run.latest_metrics
+    if run.updates == 0:
+        return "no update yet"
+
+    def num(key: str, fmt: str) -> str:
+        value = m.get(key, float("nan"))
+        return "-" if value != value else format(value, fmt)
+
+    if run.spec.algorithm.value == "mcts":
+        return f"pairs {num('dpo/pairs', '.0f')} success found {num('mcts/success_found', '.2f')}"
+    return f"reward {num('rollout/mean_reward', '.3f')} success {num('rollout/success_rate', '.2f')}"
+
+
 def _follow(client: httpx.Client, run: RunStatus, out: Console) -> RunStatus:
-    """Poll the run and draw a progress bar until it ends; Ctrl-C detaches (the run goes on)."""
+    """Poll the run and draw it until it ends; Ctrl-C detaches (the run goes on).
+
+    Two lines: the run's episodes with its ETA and latest scores, and under it the phase the run is
+    in with its own count and ETA ("evaluating v0  7/32 episodes, ETA 1m 10s"); a phase that stalls
+    or waits (vLLM not ready, a job reclaimed) gets a line of its own above them (``halo.cli.progress``).
+    """
     columns = [
         TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[info]}"),
+        BarColumn(bar_width=20),
+        TextColumn("{task.fields[count]}"),
+        TextColumn("{task.fields[info]}", style="dim"),
     ]
+    watch = RunProgress(_plan(client, run.run_id))
     try:
         with Progress(*columns, console=out) as progress:
-            bar = progress.add_task(f"{run.run_id}", total=run.episodes_total or None, info="")
+            bar = progress.add_task(run.run_id, total=run.episodes_total or None, count="", info="")
+            phase_bar = progress.add_task("  starting", total=None, count="", info="")
             while True:
                 run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
-                m = run.latest_metrics
-                if run.spec.algorithm.value == "mcts":
-                    scores = (
-                        f"pairs {m.get('dpo/pairs', float('nan')):.0f} "
-                        f"success found {m.get('mcts/success_found', float('nan')):.2f}"
-                    )
-                else:
-                    scores = (
-                        f"reward {m.get('rollout/mean_reward', float('nan')):.3f} "
-                        f"success {m.get('rollout/success_rate', float('nan')):.2f}"
-                    )
-                info = f"v{run.policy_version} upd {run.updates} {scores}"
-                progress.update(bar, completed=run.episodes_done, total=run.episodes_total or None, info=info)
+                for line in watch.observe(run, time.monotonic()):
+                    progress.console.print(f"[yellow]{escape(line)}[/yellow]", highlight=False)
+                eta = watch.run_eta()
+                count = f"{run.episodes_done}/{run.episodes_total} episodes, ETA {duration(eta) if eta is not None else '-'}"
+                progress.update(
+                    bar,
+                    completed=run.episodes_done,
+                    total=run.episodes_total or None,
+                    count=count,
+                    info=f"v{run.policy_version} upd {run.updates} {_scores(run)}",
+                )
+                label, detail = watch.phase_text()
+                phase = run.phase if run.state not in TERMINAL else None
+                progress.update(
+                    phase_bar,
+                    description=f"  {escape(label) or run.state.value}",
+                    completed=phase.done if phase and phase.total else 0,
+                    total=phase.total if phase and phase.total else None,
+                    count=escape(detail),
+                    info=escape(phase.note or "") if phase else "",
+                    visible=phase is not None,
+                )
                 if run.state in TERMINAL:
                     break
                 time.sleep(2)
@@ -185,4 +229,5 @@ def runs_status(run_id: str) -> None:
 def runs_stop(run_id: str) -> None:
     """Ask a run to stop after the current update (it checkpoints first)."""
     with _client(TrainerSettings()) as client:
-        console.print_json(_api(client.post, f"/runs/{run_id}/stop").text)
+        # A JSON content type even without a body: the run API refuses mutations without one (guard).
+        console.print_json(_api(client.post, f"/runs/{run_id}/stop", json={}).text)

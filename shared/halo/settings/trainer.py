@@ -69,6 +69,11 @@ class TrainerSettings(HaloSettings):
         SecretStr(""),
         description="Bearer token for mutating endpoints; empty = open, allowed only on a loopback bind address",
     )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Web origins besides the API's own (its address on a loopback name or the bind host) whose "
+        "pages may change runs, e.g. a reverse proxy's https://halo.example; JSON list",
+    )
     env_url: str = Field("http://127.0.0.1:8100", description="Environment service")
     reward_url: str = Field("http://127.0.0.1:8200", description="Reward service")
     policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server the rollout workers sample from")

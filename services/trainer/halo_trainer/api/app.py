@@ -1,19 +1,18 @@
 """Trainer service: the run API, the rollout workers and the run loop in one process.
 
-Routes stay thin: they validate, check the bearer token on mutating calls, and hand over to
-``RunManager``. Everything a client sends wrong is a 4xx with an ``ErrorResponse``.
+Routes stay thin: they validate, refuse a mutation that is not the user's own (``guard``: its
+content type, its origin, the bearer token), and hand over to ``RunManager``. Everything a client sends wrong is a 4xx with an ``ErrorResponse``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from contextlib import asynccontextmanager
 
 import httpx
 import redis.asyncio as aioredis
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from halo.logging import setup_logging
@@ -25,6 +24,7 @@ from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
+from halo_trainer.api.guard import check_mutation
 from halo_trainer.api.promotion import promote_version
 from halo_trainer.api.runs import RunManager, RunRefused
 from halo_trainer.observe.metrics import MetricsLog
@@ -106,13 +106,9 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
         timeout_s=12.0,
     )
 
-    def authorize(authorization: str | None = Header(None)) -> None:
-        token = settings.api_token.get_secret_value()
-        if not token:
-            return
-        given = (authorization or "").removeprefix("Bearer ").strip()
-        if not secrets.compare_digest(given.encode(), token.encode()):
-            raise HTTPError(401, "missing or wrong bearer token (Authorization: Bearer <HALO_TRAINER_API_TOKEN>)")
+    def authorize(request: Request) -> None:
+        """Every state-changing route: only the user's own tools and pages may send it (``guard``)."""
+        check_mutation(request, settings)
 
     def manager(request: Request) -> RunManager:
         return request.app.state.manager

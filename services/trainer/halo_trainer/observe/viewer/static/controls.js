@@ -46,15 +46,23 @@ function tokenBar(onChange) {
     } else {
       const input = el("input", { type: "password", id: "token", autocomplete: "off", placeholder: "HALO_TRAINER_API_TOKEN" });
       const save = el("button", { type: "button", id: "token-save" }, "Use it");
-      const use = () => {
-        if (!input.value.trim()) return;
-        sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      // Or the token file itself (the local stack's <data_dir>/stack/trainer-token), read here in the
+      // page: the token never travels in a URL, and no route of the trainer hands it out.
+      const file = el("input", { type: "file", id: "token-file" });
+      const keep = (token) => {
+        if (!token) return;
+        sessionStorage.setItem(TOKEN_KEY, token);
         draw();
         if (onChange) onChange();
       };
+      const use = () => keep(input.value.trim());
       save.addEventListener("click", use);
       input.addEventListener("keydown", (e) => e.key === "Enter" && (e.preventDefault(), use()));
-      box.replaceChildren("This trainer's run API needs its token to start, stop or promote (kept for this tab only): ", input, " ", save);
+      file.addEventListener("change", async () => file.files.length && keep((await file.files[0].text()).trim()));
+      box.replaceChildren(
+        "This trainer's run API needs its token to start, stop or promote (kept for this tab only; on the local stack `halo stack token` prints it): ",
+        input, " ", save, " or its file: ", file,
+      );
     }
   };
   draw();
