@@ -1,0 +1,178 @@
+"""`halo train`'s progress: the phase named with its count and ETA, the run's ETA from measured rates,
+and a line when a phase stalls or the trainer says why it waits (``halo.cli.progress``).
+
+The timeline is the newcomer's run of issue 48 on the embedded default: 100 episodes, 4 an update
+(25 updates), a 32-episode evaluation before the first update and every 10 (and after the last),
+about 4.4 s an evaluation episode and 20 s an update, polled every 2 s as `halo train` polls.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from halo.cli.progress import Plan, RunProgress, duration
+from halo.schemas import RunPhase, RunSpec, RunState, RunStatus
+
+T0 = 1_800_000_000.0  # the trainer's wall clock at the run's start
+
+
+@dataclass
+class Step:
+    kind: str
+    label: str
+    seconds: float
+    total: int | None = None
+    unit: str = ""
+    note: str | None = None
+
+
+def newcomer_timeline(publish_stall_at: int | None = None) -> list[tuple[Step, int]]:
+    """Each phase with the update count once it ends (updates count when the learner step ends)."""
+    steps: list[tuple[Step, int]] = [
+        (Step("starting", "restoring the last checkpoint", 2), 0),
+        (Step("evaluating", "evaluating v0", 140, 32, "episodes"), 0),
+    ]
+    for u in range(1, 26):
+        steps.append((Step("collecting", f"collecting update {u}", 14, 1, "jobs"), u - 1))
+        steps.append((Step("updating", f"update {u}: learner step on 1 jobs", 3), u))
+        stalled = publish_stall_at == u
+        note = "waiting for vLLM to serve v11: connection refused" if stalled else None
+        steps.append((Step("publishing", f"publishing v{u} into vLLM", 200 if stalled else 1, note=note), u))
+        if u % 10 == 0 or u == 25:
+            steps.append((Step("evaluating", f"evaluating v{u}", 140, 32, "episodes"), u))
+        steps.append((Step("checkpointing", f"checkpointing update {u}", 2), u))
+    return steps
+
+
+def status_at(steps: list[tuple[Step, int]], t: float) -> RunStatus:
+    """The run's status ``t`` seconds after it began, as the trainer would answer."""
+    start, updates = 0.0, 0
+    for step, updates_after in steps:
+        if t < start + step.seconds:
+            done = min(step.total, math.floor(step.total * (t - start) / step.seconds)) if step.total else 0
+            phase = RunPhase(
+                kind=step.kind,
+                label=step.label,
+                done=done,
+                total=step.total,
+                unit=step.unit,
+                started_at=T0 + start,
+                note=step.note,
+            )
+            return _status(RunState.RUNNING, updates, phase)
+        start += step.seconds
+        updates = updates_after
+    return _status(RunState.FINISHED, 25, None)
+
+
+def _status(state: RunState, updates: int, phase: RunPhase | None) -> RunStatus:
+    return RunStatus(
+        run_id="r",
+        state=state,
+        spec=RunSpec(domain="playground"),
+        created_at=T0,
+        updated_at=T0,
+        episodes_done=4 * updates,
+        episodes_total=100,
+        updates=updates,
+        policy_version=updates,
+        latest_metrics={"rollout/mean_reward": 0.1} if updates else {},
+        phase=phase,
+    )
+
+
+def total_seconds(steps: list[tuple[Step, int]]) -> float:
+    return sum(s.seconds for s, _ in steps)
+
+
+def watch_until(progress: RunProgress, steps, until: float, every: float = 2.0) -> list[str]:
+    """Poll from the start (or where the last call stopped) up to ``until``; the lines printed."""
+    lines, t = [], getattr(progress, "_test_t", 0.0)
+    while t <= until:
+        lines += progress.observe(status_at(steps, t), now=t, wall=T0 + t)
+        t += every
+    progress._test_t = t
+    return lines
+
+
+def test_the_baseline_evaluation_is_named_and_counted_with_its_eta():
+    steps = newcomer_timeline()
+    progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    assert watch_until(progress, steps, 72) == []
+    label, detail = progress.phase_text(wall=T0 + 72)
+    # 70 s into a 140 s evaluation: 16 of 32 episodes, and the rest at that rate
+    assert label == "evaluating v0"
+    assert detail == "16/32 episodes, ETA 1m 10s"
+    assert progress.run_eta(wall=T0 + 72) is None  # no update watched yet: no run ETA, rather than a guess
+
+
+def test_the_run_eta_counts_the_updates_and_evaluations_left_and_comes_true():
+    steps = newcomer_timeline()
+    progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    end = total_seconds(steps)
+    for at in (300, 600, 900):  # after a few updates, past the v10 evaluation, and the v20 one
+        watch_until(progress, steps, at)
+        eta = progress.run_eta(wall=T0 + at)
+        assert eta is not None
+        assert eta == pytest.approx(end - at, rel=0.15), at
+    # At the v10 evaluation, before its first episode: its ETA from the baseline's rate.
+    fresh = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    v10 = next(i for i, (s, _) in enumerate(steps) if s.label == "evaluating v10")
+    v10_start = sum(s.seconds for s, _ in steps[:v10])
+    watch_until(fresh, steps, v10_start + 1)
+    label, detail = fresh.phase_text(wall=T0 + v10_start + 1)
+    assert label == "evaluating v10" and detail.startswith("0/32 episodes, ETA ")
+    assert fresh.phase_eta(wall=T0 + v10_start + 1) == pytest.approx(139, rel=0.1)
+
+
+def test_updates_are_named_and_a_phase_without_a_count_shows_its_time():
+    steps = newcomer_timeline()
+    progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    watch_until(progress, steps, 150)  # the first update's collection
+    label, detail = progress.phase_text(wall=T0 + 150)
+    assert label == "collecting update 1" and detail == "0/1 jobs"
+    watch_until(progress, steps, 157)
+    label, detail = progress.phase_text(wall=T0 + 157)
+    assert label == "update 1: learner step on 1 jobs" and detail.endswith("s")
+
+
+def test_a_stalled_phase_and_the_trainers_note_are_said_once():
+    steps = newcomer_timeline(publish_stall_at=11)
+    progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    stall = next(i for i, (s, _) in enumerate(steps) if s.label == "publishing v11 into vLLM")
+    stall_start = sum(s.seconds for s, _ in steps[:stall])
+    assert watch_until(progress, steps, stall_start - 1) == []  # nothing unusual before
+    lines = watch_until(progress, steps, stall_start + 199)
+    assert lines[0] == "publishing v11 into vLLM: waiting for vLLM to serve v11: connection refused"
+    # usually a second: said after the floor of a minute, once
+    # A second when it was seen before (most publishes end between two polls): said after a minute
+    # or two, once, with how long it has taken.
+    assert len(lines) == 2 and re.fullmatch(
+        r"publishing v11 into vLLM is taking [12]m \d\ds(.*); still waiting", lines[1]
+    )
+    assert watch_until(progress, steps, total_seconds(steps) + 4) == []
+
+
+def test_an_evaluation_with_no_episode_finishing_is_said():
+    steps = [(Step("evaluating", "evaluating v0", 1000, 32, "episodes"), 0)]
+    progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
+    stuck = status_at(steps, 0)  # 0/32 however long it is watched: nothing to measure a rate from
+    lines = []
+    for t in range(0, 200, 2):
+        lines += progress.observe(stuck, now=float(t), wall=T0 + t)
+    assert lines == ["evaluating v0: no episodes for 2m 02s (0/32); still waiting"]
+
+
+def test_durations_read_as_people_write_them():
+    assert [duration(s) for s in (None, float("nan"), 0, 42.4, 187, 3725)] == [
+        "-",
+        "-",
+        "0s",
+        "42s",
+        "3m 07s",
+        "1h 02m",
+    ]
