@@ -12,10 +12,17 @@ named in ``sites/<site>/real_v2.json`` (``{"config": {...}, "supported": [...], 
 clone's ``config`` (which dataset the page builds) are set here. They are judged by agisdk's own
 task file and its own eval scripts in the installed package (no copy).
 
-Retrieval tasks: agisdk passes only the state to its evals, so ``evaluate`` adds the agent's final
-answer to the state it evaluates as the top-level key ``answer`` (string or null); a jmespath eval
-``{"type": "jmespath", "query": "answer", "expected_value": "..."}`` is then an exact match, and an
-eval script can read ``data["answer"]`` and normalise it.
+The agent's answer is judged as agisdk judges it. agisdk gives its scripts and jmespath queries the
+/finish JSON alone and hands the model's response to ``WebCloneEvaluator.evaluate(state,
+model_response)`` beside it (only an ``llm_boolean`` eval reads it). A REAL task is judged exactly
+so: its state is the /finish JSON, untouched, and the answer goes in as the model response. Some of
+REAL's scripts search every string of the state, so an answer merged into it would pass them with a
+plausible sentence and no action at all (``tests/sites/test_real_answers.py``).
+
+The project's own retrieval tasks (``local.*`` only) need the answer where a script can read it:
+``evaluate`` adds it to their state as the top-level key ``answer`` (string or null), a key no clone's
+/finish JSON has. A jmespath eval ``{"type": "jmespath", "query": "answer", "expected_value": "..."}``
+is then an exact match, and an eval script can read ``data["answer"]`` and normalise it.
 """
 
 from __future__ import annotations
@@ -174,8 +181,17 @@ def load_solution(task_id: str) -> list[Action]:
     return [Action.model_validate(a) for a in json.loads(path.read_text(encoding="utf-8"))]
 
 
+def _with_answer(task: Task, finish_state: dict[str, Any], answer: str | None) -> dict[str, Any]:
+    """A local task's state: the /finish JSON plus the answer under ``answer``."""
+    if "answer" in finish_state:
+        # The clone itself wrote the key the answer goes to: the answer would overwrite the site's state.
+        raise TaskFileError(f"{task.id}: the site's /finish state has a top-level 'answer' key; rename it")
+    return {**finish_state, "answer": answer}
+
+
 def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None) -> ValidationResult:
-    """Run the task's evals with agisdk's WebCloneEvaluator on a /finish state (plus ``answer``)."""
+    """Run the task's evals with agisdk's WebCloneEvaluator on a /finish state: a REAL task's state
+    alone with the answer as the model response, as agisdk does; a local task's with ``answer`` added."""
     # agisdk pulls in gymnasium and browsergym on import (about 1.5 s): only when first evaluating.
     from agisdk.REAL.browsergym.webclones.evaluate import WebCloneEvaluator
     from agisdk.REAL.browsergym.webclones.task_config import TaskConfig
@@ -188,9 +204,9 @@ def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None
         # The documented hook: the evaluator looks for scripts in the config's eval_scripts_dir first.
         config.eval_scripts_dir = str(site_dir(task.domain) / "evals")
     evaluator = WebCloneEvaluator(task_config=config)
-    env_state = {**finish_state, "answer": answer}
+    env_state = finish_state if task.id.startswith(REAL_PREFIX) else _with_answer(task, finish_state, answer)
     with _EVAL_LOCK, contextlib.redirect_stdout(io.StringIO()):
-        reward, _, _, info = evaluator.evaluate(env_state, answer)
+        reward, _, _, info = evaluator.evaluate(env_state, answer or "")
     details: list[str] = []
     for ev, (ok, extra) in zip(task.evals, info["results"], strict=True):
         what = ev.get("script") or ev.get("query") or ev.get("type", "eval")
