@@ -94,6 +94,8 @@ def test_bad_run_requests_are_clear_4xx(stack):
             ({"domain": "playground", "loss_type": "ppo"}, 422, "loss_type"),
             ({"domain": "playground", "surprise": 1}, 422, "surprise"),
             ({"domain": "playground", "algorithm": "mcts", "critic": "openai"}, 422, "needs an API key"),
+            # The stack's vLLM runs without tower LoRA (its advertised capabilities): refused before the run exists.
+            ({"domain": "playground", "lora_target": "language+tower"}, 422, "HALO_POLICY_TOWER_LORA=true"),
         ]
         for body, code, words in cases:
             r = api.post("/runs", json=body)

@@ -18,7 +18,7 @@ import pytest
 
 from halo.settings.policy import PolicySettings
 from tests import lifetime
-from tests.conftest import free_port
+from tests.conftest import REDIS_URL, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER_START_TIMEOUT_S = 600
@@ -33,6 +33,7 @@ def start_policy_server(model_dir: Path | str, log_path: Path, **env_overrides: 
         HALO_POLICY_MODEL=str(model_dir),
         HALO_POLICY_TARGET="cpu",
         HALO_POLICY_MAX_LORA_RANK="8",
+        HALO_REDIS_URL=REDIS_URL,  # where it advertises its capabilities: the tests' database
     )
     env.update(env_overrides)
     with open(log_path, "wb") as log:

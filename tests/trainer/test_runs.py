@@ -20,6 +20,7 @@ import redis.asyncio as aioredis
 
 from halo.policy_client import PolicyClient
 from halo.schemas import RunSpec, RunState, RunStatus
+from halo.schemas.policy_server import PolicyCapabilities, capabilities_key
 from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
@@ -257,3 +258,39 @@ async def test_a_run_that_ends_unloads_its_adapters_whatever_its_end(api: Api, v
     finally:
         worker_stop.set()
         await worker
+
+
+async def test_a_run_the_policy_server_cannot_serve_is_refused_at_submit_naming_both_settings(api: Api, vllm_admin):
+    """The policy service's advertised capabilities (halo.schemas.policy_server) decide before the run exists."""
+    key = capabilities_key("halo-base", vllm_admin.port)
+    caps = dict(served_model_name="halo-base", port=vllm_admin.port, max_lora_rank=8, max_loras=4, published_at=1.0)
+    await api.redis.set(key, PolicyCapabilities(tower_lora=False, weight_reload=False, **caps).model_dump_json())
+    cases = [
+        ({"lora_target": "language+tower"}, "lora_target 'language+tower'", "HALO_POLICY_TOWER_LORA=true"),
+        ({"lora_target": "language+merger"}, "lora_target 'language+merger'", "HALO_POLICY_TOWER_LORA=true"),
+        ({"full_weights": ["vision_merger"]}, "full_weights ['vision_merger']", "HALO_POLICY_WEIGHT_RELOAD=true"),
+    ]
+    for extra, setting, remedy in cases:
+        response = await api.client.post("/runs", json={"domain": "playground", "episodes": 4, **extra})
+        assert response.status_code == 422, (extra, response.text)
+        assert setting in response.json()["error"] and remedy in response.json()["error"], response.text
+    # The adapter rank comes from the trainer's run defaults (the tiny profile's 8), not the request:
+    # a conflict between the stack's two sides.
+    await api.redis.set(
+        key, PolicyCapabilities(tower_lora=True, weight_reload=True, **caps | {"max_lora_rank": 4}).model_dump_json()
+    )
+    response = await api.client.post("/runs", json={"domain": "playground", "episodes": 4})
+    assert response.status_code == 409, response.text
+    assert "lora_r 8 is above the policy server's max_lora_rank 4" in response.json()["error"]
+    assert "HALO_POLICY_MAX_LORA_RANK=8" in response.json()["error"]
+    assert await api.manager.registry.all() == [] and not api.settings.runs_dir.exists()
+    # Several replicas cannot take one server's weight reload: a conflict with the stack, not a bad field.
+    record = PolicyCapabilities(tower_lora=True, weight_reload=True, replicas=2, **caps)
+    await api.redis.set(key, record.model_dump_json())
+    response = await api.client.post("/runs", json={"domain": "playground", "full_weights": ["vision_merger"]})
+    assert response.status_code == 409 and "2 policy replicas" in response.json()["error"], response.text
+    # A server that can: accepted (the run-start tower probe still runs; stopped at once here).
+    await api.redis.set(key, PolicyCapabilities(tower_lora=True, weight_reload=True, **caps).model_dump_json())
+    response = await api.client.post("/runs", json={"domain": "playground", "lora_target": "language+tower"})
+    assert response.status_code == 201, response.text
+    await api.manager.stop(response.json()["run_id"])

@@ -35,6 +35,7 @@ from threading import Thread
 
 from halo.settings.policy import PolicySettings
 from halo_model.resolution import resolve_model
+from halo_policy.capabilities import Advertiser
 
 logger = logging.getLogger("halo.policy.server")
 
@@ -200,6 +201,8 @@ def serve(settings: PolicySettings | None = None) -> int:
         last = "\n".join(list(tail)[-15:])
         logger.error("policy server failed to start: %s\n--- last vLLM output ---\n%s", exc, last)
         return 1
+    advertiser = Advertiser(settings)  # what it can serve, for the trainer's submit-time check
+    advertiser.start()
     logger.info(
         "policy server listening on %s (model %s served as %r, target %s)",
         settings.base_url,
@@ -208,6 +211,7 @@ def serve(settings: PolicySettings | None = None) -> int:
         settings.target,
     )
     code = proc.wait()
+    advertiser.stop()
     pump.join(timeout=5)
     if stopping:
         return 0
