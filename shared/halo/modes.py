@@ -97,7 +97,8 @@ def run_adapter(runs_dir: Path, run_id: str, version: int | None = None) -> Path
     """A run's adapter ``v<version>`` (default: its newest) under ``<runs_dir>/<run_id>/adapters/``."""
     adapters = runs_dir / run_id / "adapters"
     if not adapters.is_dir():
-        raise ModeError(f"run {run_id!r} has no adapters in {adapters}")
+        # The run's own folder names it; no absolute path (the run API answers clients with this).
+        raise ModeError(f"run {run_id!r} has no adapters (no adapters/ in its run folder)")
     versions = sorted(int(p.name[1:]) for p in adapters.glob("v*") if p.name[1:].isdigit())
     if not versions:
         raise ModeError(f"run {run_id!r} has saved no adapter version yet")

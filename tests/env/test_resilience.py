@@ -171,6 +171,29 @@ def test_killed_browser_is_replaced_and_reported_as_infra(site, tmp_path: Path):
         assert http.get("/stats").json()["browsers_lost"] == 1
 
 
+def test_a_fork_of_a_session_its_dead_browser_ended_says_the_browser_failed(site, tmp_path: Path):
+    """Not "the episode has ended; there is nothing to fork": the truth, and a 503 (infrastructure)."""
+    settings = settings_for(tmp_path, max_infra_errors=1)  # the first browser failure ends the episode
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        step(http, sid, action="left_click", element_id="inc")
+        os.kill(server.app.state.pool.pids()[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not (out := step(http, sid, action="left_click", element_id="inc"))["truncated"]:
+            assert time.monotonic() < deadline, out
+            time.sleep(0.2)
+        assert out["info"]["infra_error"]
+        r = http.post(f"/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 503, r.text
+        error = r.json()["error"]
+        assert "browser failed" in error and "infrastructure errors" in error and "nothing to fork" not in error
+        # An episode the agent ended is still a 409.
+        done = create(http)["observation"]["session_id"]
+        step(http, done, action="terminate", status="success")
+        r = http.post(f"/sessions/{done}/fork", json={"n": 2})
+        assert r.status_code == 409 and "nothing to fork" in r.json()["error"]
+
+
 def test_idle_sessions_are_reaped(site, tmp_path: Path):
     settings = settings_for(tmp_path, session_ttl_s=1.0, reap_interval_s=0.3)
     with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:

@@ -126,6 +126,7 @@ async def test_promote_refuses_bad_input_with_a_clear_4xx(client) -> None:
         response = await c.post(path, json=body)
         assert response.status_code == status, (path, body, response.text)
         assert message in response.json()["error"], (path, body, response.text)
+        assert str(evals.data_dir) not in response.text, response.text  # no path of the server's
     assert not (evals.checkpoints_dir / "qwen3vl_mcts_lora").exists()
     for headers in ({"Authorization": "Bearer wrong"}, {"Authorization": ""}):
         response = await c.post("/runs/grpo-run/promote", json={}, headers=headers)

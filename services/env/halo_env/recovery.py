@@ -51,6 +51,7 @@ class Recovery:
             if session.infra_errors >= self.s.max_infra_errors:
                 session.truncated = True
                 message += f" ({session.infra_errors} infrastructure errors: the episode is truncated)"
+                session.infra_end = message
         metrics.STEPS.labels("infra_error").inc()
         assert session.last_obs is not None
         obs = session.last_obs.model_copy(
@@ -87,6 +88,7 @@ class Recovery:
             logger.warning("session %s could not be rebuilt: %s", session.id[:13], exc)
             session.truncated = True
             session.pending_infra = f"the session could not be rebuilt after an infrastructure error: {str(exc)[:200]}"
+            session.infra_end = session.pending_infra
 
     def browser_lost(self, sessions: Iterable[Session], browser: Browser) -> None:
         """Rebuild every session that lived in a Chromium process that died."""

@@ -42,6 +42,9 @@ class Session:
     last_obs: Observation | None = None
     checkpoint: dict[str, Any] | None = None  # browser state at last_obs, for recovery
     pending_infra: str | None = None  # a failure noticed between steps (browser lost), told at the next step
+    # Why the infrastructure ended the episode (too many browser failures, a rebuild that failed);
+    # None when the agent or the step budget ended it. A fork is refused with this, not "ended".
+    infra_end: str | None = None
     recovery: asyncio.Task | None = None
     popups: set[asyncio.Task] = field(default_factory=set)  # new tabs being folded into the session's tab
     popups_opened: int = 0  # new tabs seen so far: a capture that overlapped one may be retried

@@ -145,6 +145,10 @@ class SessionManager(TaskLookup, SessionReaping):
             raise ServiceError(422, f"{parent.task.id} forks by {names}, not {method.value}")
         async with parent.lock:
             await self.recovery.settled(parent)
+            if parent.infra_end is not None:  # the browser's failure, not the episode's end: say so
+                raise ServiceError(
+                    503, f"the session's browser failed and its episode was cut short: {parent.infra_end}"
+                )
             if parent.ended:
                 raise ServiceError(409, "the episode has ended; there is nothing to fork")
             state = None

@@ -22,7 +22,8 @@ from halo_trainer.observe.viewer.folders import RunFolders
 def run_algorithm(settings: EvalSettings, run_id: str) -> str | None:
     folder = RunFolders(settings.runs_dir).folder(run_id)
     if folder is None:
-        raise ServiceError(404, f"no run {run_id!r} in {settings.runs_dir}")
+        # Not the runs folder's path: where the server keeps its files is none of a client's business.
+        raise ServiceError(404, f"no run {run_id!r} on this trainer")
     try:
         return json.loads((folder / "config.json").read_text()).get("run", {}).get("algorithm")
     except (OSError, ValueError) as exc:
