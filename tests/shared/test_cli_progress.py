@@ -114,11 +114,20 @@ def test_the_run_eta_counts_the_updates_and_evaluations_left_and_comes_true():
     steps = newcomer_timeline()
     progress = RunProgress(Plan(eval_every=10, eval_episodes=32))
     end = total_seconds(steps)
-    for at in (300, 600, 900):  # after a few updates, past the v10 evaluation, and the v20 one
+    watch_until(progress, steps, 300)
+    assert progress.run_eta(wall=T0 + 300) == pytest.approx(end - 300, rel=0.15)
+    # Inside an update the ETA counts down with the clock (2 s a poll); it does not climb until the update ends.
+    u12 = next(i for i, (s, _) in enumerate(steps) if s.label == "collecting update 12")
+    u12_start = sum(s.seconds for s, _ in steps[:u12])
+    assert u12_start > 300
+    etas = []
+    for at in range(int(u12_start) + 1, int(u12_start) + 19, 2):
         watch_until(progress, steps, at)
-        eta = progress.run_eta(wall=T0 + at)
-        assert eta is not None
-        assert eta == pytest.approx(end - at, rel=0.15), at
+        etas.append(progress.run_eta(wall=T0 + at))
+    assert all(a - 2.5 <= b <= a - 1.0 for a, b in zip(etas, etas[1:], strict=False)), etas
+    for at in (600, 900):  # past the v10 evaluation, and later
+        watch_until(progress, steps, at)
+        assert progress.run_eta(wall=T0 + at) == pytest.approx(end - at, rel=0.15), at
     # At the v10 evaluation, before its first episode: its ETA from the baseline's rate.
     fresh = RunProgress(Plan(eval_every=10, eval_episodes=32))
     v10 = next(i for i, (s, _) in enumerate(steps) if s.label == "evaluating v10")

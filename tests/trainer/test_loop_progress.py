@@ -8,10 +8,13 @@ Real Redis, the real loop, learner and checkpoints, a scripted worker (tests/tra
 from __future__ import annotations
 
 import asyncio
+import json
 
 import redis.asyncio as aioredis
 
+from halo.cli.progress import Plan
 from halo.schemas import RolloutJob, RolloutResult, RunPhase
+from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_trainer.loop_parts.parts import LoopStatus
 from halo_trainer.loop_parts.pipeline import Outage
@@ -107,3 +110,25 @@ async def test_progress_reports_a_change_at_most_once_per_interval_and_a_new_pha
     progress.advance(1, 2)
     await progress.tick(force=True)
     assert calls[-1] == ("collecting update 4", 1) and progress.phase.total == 2
+
+
+def test_halo_train_reads_the_evaluation_schedule_from_the_run_folder_the_viewer_serves(tmp_path):
+    """`halo train`'s ETA counts the evaluations still due: it reads ``eval_every`` and
+    ``eval_episodes`` from the run's config.json as the trainer writes it, through the viewer's route."""
+    from fastapi.testclient import TestClient
+
+    from halo.cli.train_commands import _plan
+    from halo.schemas import RunSpec
+    from halo_trainer.config import load_defaults, resolve
+    from halo_trainer.observe.viewer.__main__ import build_app
+
+    settings = TrainerSettings()
+    spec = RunSpec(domain="playground", eval_every=7, eval_episodes=12)
+    cfg = resolve(spec, "r1", ["local.playground-1"], load_defaults(settings.rl_config), "tiny")
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    # the shape RunManager writes (api/runs.py)
+    (run_dir / "config.json").write_text(json.dumps({"run": cfg.model_dump(mode="json"), "trainer": {}}))
+    with TestClient(build_app(run_dir, tmp_path / "shots")) as client:
+        assert _plan(client, "r1") == Plan(eval_every=7, eval_episodes=12)
+        assert _plan(client, "no-such-run") == Plan()  # unknown: the ETA leaves evaluations out

@@ -66,6 +66,7 @@ class RunProgress:
     _last: tuple[float, str | None] | None = None  # (time, kind) of the previous observation
     _updates_seen_from: int | None = None  # run.updates when this client first saw an update begin
     _note: str | None = None
+    _update_mark: tuple[int, float] | None = None  # (run.updates, update seconds so far) when it last moved
     run: RunStatus | None = None
 
     # -- observing --------------------------------------------------------------------------------
@@ -77,6 +78,8 @@ class RunProgress:
         if self._last is not None and self._last[1] is not None:
             self.seconds_in[self._last[1]] += now - self._last[0]
         self._last = (now, phase.kind if phase else None)
+        if self._update_mark is None or self._update_mark[0] != run.updates:
+            self._update_mark = (run.updates, self._update_seconds())
         key = (phase.label, phase.started_at) if phase else None
         lines: list[str] = []
         if self._watched is None or key != self._watched.key:
@@ -155,10 +158,13 @@ class RunProgress:
         )
         if watched_updates <= 0:
             return None
-        per_update = sum(self.seconds_in[k] for k in UPDATE_KINDS) / watched_updates
+        # The update in progress has already spent some of its time: without this the ETA would
+        # climb through each update and drop at its end.
+        in_progress = self._update_seconds() - (self._update_mark[1] if self._update_mark else 0.0)
+        per_update = (self._update_seconds() - in_progress) / watched_updates
         per_update_episodes = run.episodes_done / run.updates
         last_update = run.updates + math.ceil(max(0, run.episodes_total - run.episodes_done) / per_update_episodes)
-        left = (last_update - run.updates) * per_update
+        left = max(0.0, (last_update - run.updates) * per_update - min(in_progress, per_update))
         in_eval = self._watched is not None and self._watched.phase.kind == "evaluating"
         if in_eval:
             left += self.phase_eta(wall) or 0.0
@@ -169,6 +175,9 @@ class RunProgress:
                 due.append(last_update)  # the final evaluation
             left += len(due) * self.plan.eval_episodes * episode_s
         return left
+
+    def _update_seconds(self) -> float:
+        return sum(self.seconds_in[k] for k in UPDATE_KINDS)
 
     def _eval_episode_s(self, wall: float | None) -> float | None:
         if self.eval_episode_s:

@@ -131,9 +131,11 @@ def _plan(client: httpx.Client, run_id: str) -> Plan:
     evaluations counted in the ETA) when it cannot be read."""
     try:
         response = client.get(f"/ui/api/runs/{run_id}")
-        response.raise_for_status()
+        if response.status_code != 200:
+            return Plan()
         config = response.json().get("config", {})
-        return Plan(eval_every=int(config.get("eval_every") or 0), eval_episodes=int(config.get("eval_episodes") or 0))
+        run = config.get("run", config)  # config.json holds {"run": <the resolved run config>, "trainer": ...}
+        return Plan(eval_every=int(run.get("eval_every") or 0), eval_episodes=int(run.get("eval_episodes") or 0))
     except (httpx.HTTPError, ValueError, TypeError, AttributeError):
         return Plan()
 
