@@ -7,6 +7,7 @@ vLLM's admin routes stood in (conftest).
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 import redis.asyncio as aioredis
@@ -199,3 +200,21 @@ async def test_a_crashed_run_resumes_at_its_checkpoint_and_replays_unacknowledge
 
 async def _played(job: RolloutJob) -> RolloutResult:
     return episode(job)
+
+
+async def test_the_final_checkpoint_is_not_written_again_when_the_last_update_just_wrote_it(
+    clean_redis, vllm_admin, base_model, tmp_path, caplog
+):
+    redis = aioredis.from_url(clean_redis)
+    loop = make_loop(redis, tmp_path / "run", vllm_admin.url, base_model, episodes=4, checkpoint_every=1)
+    with caplog.at_level(logging.INFO, logger="halo_trainer.learner.checkpoint"):
+        outcome, _ = await run_with_worker(loop, lambda job: _async(episode(job)))
+    assert outcome == "finished" and loop.c.updates == 2
+    committed = [r.getMessage() for r in caplog.records if "committed" in r.getMessage()]
+    assert len(committed) == 2, committed  # one per update; the finish found nothing new to write
+    assert await results_pending(redis) == 0
+    await redis.aclose()
+
+
+async def _async(value):
+    return value

@@ -35,12 +35,20 @@ class Durability:
     ) -> None:
         self.checkpoints, self.learner, self.config = checkpoints, learner, config
         self.c, self.pipeline = counters, pipeline
+        self._saved: dict[str, Any] | None = None  # the counters of the last checkpoint this loop wrote
 
     async def checkpoint(self) -> None:
-        """Commit weights + counters, then acknowledge the results they include (in that order)."""
+        """Commit weights + counters, then acknowledge the results they include (in that order).
+
+        Nothing is written when nothing changed since this loop's last checkpoint (the final one
+        right after an update's): the weights only change with an update, which the counters count,
+        and every result or failure the counters record was acknowledged with that checkpoint."""
         extra = asdict(self.c)  # results buffered but not yet used stay unacknowledged: replayed on resume
+        if extra == self._saved:
+            return
         await asyncio.to_thread(self.checkpoints.save, self.learner, config=self.config, extra=extra)
         await self.pipeline.ack_pending()
+        self._saved = asdict(self.c)  # as acknowledged: what an unchanged run looks like next time
 
     async def restore(self, run_id: str) -> None:
         """The last checkpoint's weights and counters, then the results it had not acknowledged."""
