@@ -71,6 +71,15 @@ async def wait_for_state(manager: RunManager, run_id: str, states: set[RunState]
     raise AssertionError(f"run {run_id} never reached {states}: {status}")
 
 
+async def until_idle(manager: RunManager) -> None:
+    """A run's status says it ended a moment before its `done` event is recorded; the trainer is
+    busy until both are."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while manager.busy() is not None:
+        assert time.monotonic() < deadline, f"run {manager.busy()} never let the trainer go"
+        await asyncio.sleep(0.05)
+
+
 async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_503(api: Api, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the openai critic's default key variable
     cases = [
@@ -150,6 +159,7 @@ async def test_a_run_is_created_reports_its_progress_is_stopped_and_frees_the_tr
     events = [json.loads(e) for e in await api.manager.registry.events(created.run_id, 0)]
     assert events[-1]["kind"] == "done" and events[-1]["data"] == {"state": "stopped"}
     # The trainer is free again.
+    await until_idle(api.manager)
     again = await api.client.post("/runs", json={**body, "tasks": ["v2.playground-9"]})
     assert again.status_code == 201, again.text
     assert "kept although the site did not answer" in again.json()["task_set_note"]
@@ -162,7 +172,7 @@ async def test_a_run_whose_served_model_is_not_the_learners_fails_with_both_name
     failed = await wait_for_state(api.manager, response.json()["run_id"], {RunState.FAILED})
     assert failed.error.startswith("ModelMismatch: the trainer would train tiny-model-as-served")
     assert "/models/Qwen3-VL-8B-Instruct" in failed.error
-    assert api.manager.busy() is None
+    await until_idle(api.manager)
 
 
 async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_others(api: Api, vllm_admin):
@@ -239,6 +249,7 @@ async def test_a_run_that_ends_unloads_its_adapters_whatever_its_end(api: Api, v
         assert final.policy_version == 2
         assert {a for a in vllm_admin.loads if a.startswith(run_id)} == {f"{run_id}-v1", f"{run_id}-v2"}
         assert vllm_admin.adapters == before, "finished"
+        await until_idle(api.manager)
 
         stopped = await api.client.post("/runs", json={**body, "episodes": 1000, "name": "ends-stopped"})
         run_id = stopped.json()["run_id"]
@@ -247,6 +258,7 @@ async def test_a_run_that_ends_unloads_its_adapters_whatever_its_end(api: Api, v
         assert (await api.client.post(f"/runs/{run_id}/stop", json={})).status_code == 200
         await wait_for_state(api.manager, run_id, {RunState.STOPPED})
         assert vllm_admin.adapters == before, "stopped"
+        await until_idle(api.manager)
 
         play["script"] = fails_after_the_first_version
         failing = await api.client.post("/runs", json={**body, "episodes": 1000, "name": "ends-failed"})

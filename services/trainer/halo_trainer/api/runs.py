@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
@@ -84,7 +85,9 @@ class RunRegistry:
     def __init__(self, redis: aioredis.Redis, runs_dir: Path) -> None:
         self.redis, self.runs_dir = redis, Path(runs_dir)
 
-    async def save(self, status: RunStatus) -> None:
+    async def save(self, status: RunStatus, *, done: bool = False) -> None:
+        """``done``: the run's end; its ``done`` event goes in the same transaction, so a watcher
+        never sees the final status without it."""
         status.updated_at = time.time()
         data = status.model_dump_json()
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -93,6 +96,9 @@ class RunRegistry:
                 keys.events(status.run_id),
                 RunEvent(run_id=status.run_id, kind="status", data=json.loads(data)).model_dump_json(),
             )
+            if done:
+                end = RunEvent(run_id=status.run_id, kind="done", data={"state": status.state.value})
+                pipe.rpush(keys.events(status.run_id), end.model_dump_json())
             pipe.ltrim(keys.events(status.run_id), -EVENTS_KEPT, -1)
             await pipe.execute()
         if status.run_dir:
@@ -385,11 +391,13 @@ class RunManager:
             if outcome == "stopped" and self._shutting_down:
                 # The cancellation can be lost (seen in tests: a cancel during a Redis pipeline call),
                 # and the loop then ends on the stop event: still a process exit, not a user's stop.
+                self.active.pop(cfg.run_id, None)
                 return
             status.state = RunState.FINISHED if outcome == "finished" else RunState.STOPPED
             await self._release_weights(loop)
             await asyncio.to_thread(plot_run, Path(status.run_dir or ""))
         except asyncio.CancelledError:
+            self.active.pop(cfg.run_id, None)
             raise  # process shutdown: the run stays `running` and resumes on restart
         except (MemoryPlanRefused, PromptCheckFailed) as exc:  # a settings problem, told as such: no stack trace
             logger.error("run %s refused: %s", cfg.run_id, exc)
@@ -400,17 +408,39 @@ class RunManager:
             if loop is not None:
                 await self._release_weights(loop)
         finally:
-            self.active.pop(cfg.run_id, None)
             if trackers is not None:
                 await asyncio.to_thread(trackers.close)
             loop = learner = None
             release_accelerator_memory()
         status.phase = None  # a phase describes a run in progress only
-        await self.registry.save(status)
-        await self.redis.rpush(
-            keys.events(cfg.run_id),
-            RunEvent(run_id=cfg.run_id, kind="done", data={"state": status.state.value}).model_dump_json(),
-        )
+        try:
+            await self._record_end(status)
+        finally:
+            # Busy until the end is recorded: a shutdown meanwhile cancels this task rather than
+            # closing Redis under it (whose error no one would then read).
+            self.active.pop(cfg.run_id, None)
+
+    async def _record_end(self, status: RunStatus) -> None:
+        """The run's final status and its ``done`` event (one transaction), retried until Redis takes
+        them: a run whose Redis drops at its very end is recorded once Redis is back, and its
+        watchers are told. A trainer shutdown meanwhile cancels the wait; the run is then still
+        ``running`` in Redis, and the next trainer resumes it and ends it from its final checkpoint."""
+        delay = 0.5
+        while True:
+            try:
+                await self.registry.save(status, done=True)
+                return
+            except (RedisError, OSError) as exc:
+                logger.warning(
+                    "run %s ended %s, but Redis did not take it (%s: %s); again in %.1f s",
+                    status.run_id,
+                    status.state.value,
+                    type(exc).__name__,
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
 
 
 def release_accelerator_memory() -> None:
