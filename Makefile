@@ -127,6 +127,7 @@ test: setup       ## every test tier but the release one: unit, contract, integr
 
 test-replay: setup  ## every task's reference and wrong solution replayed in Chromium (local and REAL v2 offline, seeds 0-2, through the reward services; before each release)
 	$(PYTEST) -q -m slow tests/sites/test_replay.py tests/sites/test_real_offline.py tests/sites/test_perturbed_starts.py tests/sites/test_real_answers.py \
+		tests/sites/test_agisdk_harness.py \
 		tests/reward/test_reference_solutions.py
 
 test-release: setup  ## the release tier: vLLM down for a minute mid-run, workers killed over and over (about 6 min)

@@ -18,6 +18,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium fonts-liberation fonts-dejavu-core)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# certutil: trusting the REAL-hosts proxy's CA, to run agisdk's own harness on the clones (docs/sites.md).
+command -v certutil >/dev/null 2>&1 || need_apt+=(libnss3-tools)
 # Only to validate docker-compose.yml here (`docker-compose config`); no engine is needed.
 { docker compose version || command -v docker-compose; } >/dev/null 2>&1 || need_apt+=(docker-compose)
 if ((${#need_apt[@]})); then

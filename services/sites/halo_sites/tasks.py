@@ -36,6 +36,7 @@ import threading
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from halo.schemas import Action, Task, ValidationResult
 
@@ -151,6 +152,28 @@ def _real_registry() -> dict[str, Task]:
             data["config"] = {**(data.get("config") or {}), **manifest["config"]}
             found[data["id"]] = Task.model_validate(data)
     return dict(sorted(found.items(), key=lambda kv: (kv[1].domain, int(kv[0].rsplit("-", 1)[1]))))
+
+
+@cache
+def real_site_hosts() -> dict[str, str]:
+    """REAL's own host names (from agisdk's v2 task files) of every site with a supported REAL task,
+    each with its site: the clone server serves such a host's paths as the site's (``halo_sites.app``)."""
+    hosts: dict[str, str] = {}
+    for site in site_names():
+        if not real_offline_manifest(site)["supported"]:
+            continue
+        for path in agisdk_tasks_dir().glob(f"{site}-*.json"):
+            url = json.loads(path.read_text(encoding="utf-8"))["website"]["url"]
+            hosts[urlsplit(url).hostname or ""] = site
+    hosts.pop("", None)
+    return dict(sorted(hosts.items()))
+
+
+def resolve_task_id(task_id: str) -> str:
+    """REAL's own id for a supported task (``v2.<site>-<n>``, what agisdk's harness sends to /config)
+    as the clones name it (``real-offline.<site>-<n>``); any other id unchanged."""
+    name = task_id.removeprefix(f"{REAL_VERSION}.")
+    return f"{REAL_PREFIX}{name}" if name != task_id else task_id
 
 
 def load_tasks(site: str | None = None) -> list[Task]:
