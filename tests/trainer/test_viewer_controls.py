@@ -33,6 +33,7 @@ from tests.conftest import noise_png
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, click
 from tests.trainer.test_viewer import open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
+from tests.trainer.viewer_layout import layout_problems
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TOKEN = "controls-token"
@@ -229,6 +230,8 @@ async def test_start_a_run_from_the_form_stop_it_and_promote_its_adapter(page, t
         page, "#start-message"
     )
     await page.screenshot(path=str(SHOTS / "viewer-start.png"), full_page=True)
+    await page.set_viewport_size({"width": 1280, "height": 800})  # the form and the runs table fit a 1,280-px window
+    assert await layout_problems(page) == []
     await form.locator("input[name=episodes]").fill("40")
     await form.locator("input[name=learning_rate]").fill("2e-5")
     await form.locator("input[name=num_generations]").fill("4")
@@ -297,6 +300,8 @@ async def test_an_evaluation_page_shows_the_matrix_paired_test_and_each_cells_ep
     await page.click(f'#evals tr[data-eval="{EVAL}"] a')
     await page.wait_for_selector("#matrix")
     await page.wait_for_function("window.haloViewer.ready")
+    await page.set_viewport_size({"width": 1280, "height": 800})
+    assert await layout_problems(page) == []
     grpo = results["modes"]["qwen3vl_grpo"]
     row = page.locator('#matrix tr[data-mode="qwen3vl_grpo"]')
     overall = await row.locator('td.cell[data-site="*"]').inner_text()

@@ -49,6 +49,7 @@ def summary(folder: Path) -> dict[str, Any]:
         "latest_metrics": finite(status.get("latest_metrics", {})),
         "error": status.get("error"),
         "created_at": status.get("created_at"),
+        "phase": status.get("phase"),  # what a running run is doing now (RunStatus.phase)
     }
 
 

@@ -1,6 +1,8 @@
 // Compare runs: one chart per metric with every picked run's curve, the x axis the update, the env
 // steps so far or the wall time since the run began; held-out success with each run's 95% Wilson
-// band (dashed, the run's colour). Uses viewer.js's helpers (el, getJSON, show, fmt, runLines, CHARTS).
+// band (dashed, the run's colour); charts that never moved in any run folded, as on a run's page.
+// Uses viewer.js's helpers (el, getJSON, show, fmt, runLines) and charts.js's (CHARTS, legendBox,
+// yRange, flatValue, chartWidthFor).
 "use strict";
 
 const RUN_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
@@ -41,8 +43,15 @@ function joined(perRun) {
   return [xs, ...ys];
 }
 
-function compareCharts(runs, xAxis) {
-  const box = el("div", { class: "charts", id: "compare-charts" });
+const COMPARE_MIN_WIDTH = 480;
+
+// A chart's values, over every run, never moved: folded like the run page's flat charts.
+function flatAcross(runs, names) {
+  return flatValue(runs.flatMap((r) => r.lines), names);
+}
+
+function compareCharts(runs, xAxis, width) {
+  const box = el("div", { id: "compare-charts" });
   window.haloViewer.compare = {};
   const colour = (i) => RUN_COLOURS[i % RUN_COLOURS.length];
   const charts = [];
@@ -52,6 +61,9 @@ function compareCharts(runs, xAxis) {
       charts.push(["Held-out success (95% Wilson band dashed)", ["eval/success_rate", "eval/ci_low", "eval/ci_high"]]);
     } else charts.push([title, names]);
   }
+  const live = el("div", { class: "charts" });
+  const folded = el("div", { class: "charts" });
+  const flatNames = [];
   for (const [title, names] of charts) {
     const series = [];
     const data = [];
@@ -65,11 +77,31 @@ function compareCharts(runs, xAxis) {
       }
     });
     if (!series.length) continue;
-    const chartBox = el("div", { class: "chart", "data-chart": names[0] }, el("h3", {}, title));
-    box.append(chartBox);
-    const opts = { width: 560, height: 240, scales: { x: { time: false } }, series: [{ label: X_AXES[xAxis] }, ...series.map(({ run, metric, ...s }) => s)] };
+    const chartBox = el("div", { class: "chart", "data-chart": names[0], style: `width:${width + 10}px` }, el("h4", {}, title));
+    const flat = flatAcross(runs, names);
+    if (flat != null) {
+      flatNames.push(`${title.replace(/ \(.*\)$/, "")} ${fmt(flat)}`);
+      folded.append(chartBox);
+    } else live.append(chartBox);
+    // One legend entry per run (its bands are dashed lines of its colour, not entries of their own).
+    const entries = series.map((s, i) => ({ label: s.label, colour: s.stroke, index: i + 1, band: s.metric.startsWith("eval/ci_") })).filter((e) => !e.band);
+    const legend = legendBox(entries, (x) => `${X_AXES[xAxis]} ${fmt(x)}`);
+    const opts = {
+      width,
+      height: 220,
+      legend: { show: false },
+      scales: { x: { time: false }, y: { range: yRange } },
+      axes: [{ size: 32 }, { size: 52 }],
+      series: [{ label: X_AXES[xAxis] }, ...series.map(({ run, metric, ...s }) => s)],
+      hooks: { setCursor: [(u) => legend.update(u, u.cursor.idx)] },
+    };
     // Drawn once the box is in the page (comparePage's draw).
-    window.haloViewer.compare[names[0]] = { box: chartBox, opts, data: joined(data), series: series.map((s, i) => ({ run: s.run, metric: s.metric, index: i + 1 })) };
+    window.haloViewer.compare[names[0]] = { box: chartBox, opts, data: joined(data), legend, series: series.map((s, i) => ({ run: s.run, metric: s.metric, index: i + 1 })) };
+  }
+  box.append(live);
+  if (folded.childElementCount) {
+    const n = folded.childElementCount;
+    box.append(el("details", { class: "flat-charts" }, el("summary", {}, `${n} flat ${n === 1 ? "chart" : "charts"}, no change in any of these runs: ${flatNames.join(" · ")}`), folded));
   }
   return box;
 }
@@ -98,15 +130,20 @@ async function comparePage(ids) {
   );
   const draw = () => {
     const runs = fetched.map((r) => ({ id: r.id, lines: withX(r.lines, xAxis, r.run.created_at) }));
-    const box = compareCharts(runs, xAxis);
+    const width = chartWidthFor(holder, COMPARE_MIN_WIDTH);
+    const box = compareCharts(runs, xAxis, width);
     holder.replaceChildren(box);
-    for (const c of Object.values(window.haloViewer.compare)) c.chart = new uPlot(c.opts, c.data, c.box);
+    for (const c of Object.values(window.haloViewer.compare)) {
+      c.chart = new uPlot(c.opts, c.data, c.box);
+      c.box.append(c.legend.box);
+      c.legend.update(c.chart, null);
+    }
   };
   picker.addEventListener("change", () => {
     xAxis = picker.value;
     draw();
   });
-  show(el("h2", {}, "Compare runs"), legend, picker, holder);
+  show(el("h2", {}, "Compare runs"), legend, el("div", { class: "toolbar" }, picker), holder);
   draw();
 }
 

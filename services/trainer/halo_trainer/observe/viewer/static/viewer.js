@@ -1,26 +1,11 @@
-// The run viewer: runs, live curves, episodes as filmstrips and step groups, an MCTS run's search
-// trees (trees.js), run controls (controls.js), runs compared (compare.js), evaluations (evals.js),
-// a run's success per task (tasks.js).
+// The run viewer: runs, a run's page, routing. Its parts: the curves (charts.js), episodes and their
+// filmstrips and step groups (episodes.js), an MCTS run's search trees (trees.js), run controls
+// (controls.js), runs compared (compare.js), evaluations (evals.js), a run's success per task (tasks.js).
 // No build step:
 // plain browser JavaScript and the vendored uPlot (static/vendor/uplot, its version and licence beside it).
 "use strict";
 
-const CHARTS = [
-  ["Mean reward", ["rollout/mean_reward"]],
-  ["Success (training, held-out with its 95% Wilson band)", ["rollout/success_rate", "eval/success_rate", "eval/ci_low", "eval/ci_high"]],
-  ["Groups with zero reward spread", ["rollout/frac_reward_zero_std"]],
-  ["Action validity", ["rollout/action_validity"]],
-  ["Episode length", ["rollout/episode_length"]],
-  ["KL to the base", ["train/kl"]],
-  ["Entropy", ["train/entropy"]],
-  ["Grad norm", ["train/grad_norm"]],
-  ["Loss", ["train/loss"]],
-  ["Throughput (episodes/s)", ["rollout/episodes_per_s"]],
-  ["Staleness (versions)", ["rollout/staleness"]],
-];
-const COLOURS = ["#1f77b4", "#d62728", "#999", "#999"];
-
-// What tests and users can inspect: the charts drawn, by metric name.
+// What tests and users can inspect: the charts drawn, by metric name (charts.js).
 window.haloViewer = { charts: {}, ready: false };
 
 function el(tag, attrs = {}, ...children) {
@@ -55,6 +40,10 @@ function fmt(v) {
   return v == null ? "–" : String(v);
 }
 
+function stateBadge(state) {
+  return el("span", { class: `badge state-${state}` }, state);
+}
+
 async function runsPage() {
   document.getElementById("crumbs").textContent = "";
   const [runs, info] = await Promise.all([getJSON("/ui/api/runs"), viewerInfo()]);
@@ -66,18 +55,30 @@ async function runsPage() {
       "tr",
       { "data-run": r.run_id },
       el("td", {}, el("input", { type: "checkbox", class: "pick", value: r.run_id, "aria-label": `pick ${r.run_id}` })),
-      el("td", {}, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}` }, r.run_id)),
-      el("td", {}, r.state),
+      el("td", { class: "id" }, el("a", { href: `#/run/${encodeURIComponent(r.run_id)}` }, r.run_id)),
+      el("td", {}, stateBadge(r.state), r.phase && r.state === "running" ? el("div", { class: "muted phase" }, phaseText(r.phase)) : ""),
       el("td", {}, r.algorithm),
       el("td", {}, r.domain),
-      el("td", {}, `${r.episodes_done} / ${r.episodes_total}`),
-      el("td", {}, `v${r.policy_version}`),
-      el("td", {}, fmt(r.latest_metrics["rollout/mean_reward"])),
-      el("td", {}, fmt(r.latest_metrics["eval/success_rate"])),
+      el("td", { class: "num" }, `${r.episodes_done} / ${r.episodes_total}`),
+      el("td", { class: "num" }, `v${r.policy_version}`),
+      el("td", { class: "num" }, fmt(r.latest_metrics["rollout/mean_reward"])),
+      el("td", { class: "num" }, fmt(r.latest_metrics["eval/success_rate"])),
     ),
   );
   const head = ["", "run", "state", "algorithm", "domain", "episodes", "version", "mean reward", "held-out success"];
-  show(...controls, el("h3", {}, "Runs"), el("table", { id: "runs" }, el("tr", {}, ...head.map((h) => el("th", {}, h))), ...rows), el("p", {}, compareButton()));
+  show(
+    ...controls,
+    el("h2", {}, "Runs"),
+    el("table", { id: "runs", class: "table" }, el("tr", {}, ...head.map((h) => el("th", {}, h))), ...rows),
+    el("div", { class: "toolbar" }, compareButton(), el("span", { class: "muted" }, "tick two or more runs to compare their curves")),
+  );
+}
+
+// What a running run is doing now (RunStatus.phase): "evaluating v10: 7/32 episodes".
+function phaseText(phase) {
+  if (!phase) return "";
+  const count = phase.total ? `: ${phase.done}/${phase.total} ${phase.unit || ""}`.trimEnd() : "";
+  return `${phase.label}${count}${phase.note ? ` (${phase.note})` : ""}`;
 }
 
 // A run's curve points: metrics.jsonl's lines, and the evaluation before the first update (update
@@ -95,65 +96,24 @@ function chartData(lines, names, xAxis) {
   return [x, ...names.map((n) => points.map((l) => (typeof l[n] === "number" ? l[n] : null)))];
 }
 
-function drawCharts(container, lines, xAxis) {
-  container.replaceChildren();
-  window.haloViewer.charts = {};
-  for (const [title, names] of CHARTS) {
-    const present = names.filter((n) => lines.some((l) => typeof l[n] === "number"));
-    if (!present.length) continue;
-    const box = el("div", { class: "chart", "data-chart": present[0] }, el("h3", {}, title));
-    container.append(box);
-    const opts = {
-      width: 420,
-      height: 200,
-      scales: { x: { time: xAxis === "time" } },
-      series: [
-        { label: xAxis === "time" ? "time" : "update" },
-        ...present.map((n, i) => ({
-          label: n,
-          stroke: COLOURS[i % COLOURS.length],
-          dash: n.startsWith("eval/ci_") ? [4, 4] : undefined,
-          spanGaps: true,
-          points: { show: true },
-        })),
-      ],
-    };
-    const chart = new uPlot(opts, chartData(lines, present, xAxis), box);
-    for (const n of present) window.haloViewer.charts[n] = { chart, series: present.indexOf(n) + 1 };
-  }
-}
-
-function episodeRows(runId, episodes) {
-  return episodes.map((e) =>
-    el(
-      "tr",
-      { "data-episode": e.episode_id },
-      el("td", {}, el("a", { href: `#/run/${encodeURIComponent(runId)}/episode/${encodeURIComponent(e.episode_id)}` }, e.episode_id)),
-      el("td", {}, e.purpose),
-      el("td", {}, e.task_id),
-      el("td", {}, e.update),
-      el("td", {}, `v${e.policy_version}`),
-      el("td", {}, e.steps),
-      el("td", {}, fmt(e.episode_return)),
-      el("td", {}, e.success == null ? "–" : e.success ? "yes" : "no"),
-    ),
-  );
-}
-
 let events = null;
 
 async function runPage(runId) {
   document.getElementById("crumbs").textContent = ` / ${runId}`;
   const [run, info] = await Promise.all([getJSON(`/ui/api/runs/${encodeURIComponent(runId)}`), getJSON("/ui/api/info")]);
   let xAxis = "update";
-  const charts = el("div", { class: "charts", id: "charts" });
-  const episodesTable = el("table", { id: "episodes" });
+  const charts = el("div", { id: "charts" });
+  const episodesBox = el("div", { id: "episodes-box" });
   const treesBox = el("div", {});
   const tasksBox = el("div", {});
   const state = el("span", { id: "state" }, run.state);
+  const phase = el("span", { id: "phase", class: "muted" }, run.state === "running" ? phaseText(run.phase) : "");
+  const progress = el("span", { id: "progress" });
   const controlsBox = el("div", {});
   let controlsFor = null;
-  const toggle = el("button", { id: "x-axis" }, "x: by wall-clock");
+  let lines = [];
+  const toggle = el("button", { id: "x-axis", type: "button" }, "x: by wall-clock");
+  const redrawCharts = () => drawCharts(charts, lines, xAxis);
   const refresh = async () => {
     const [m, episodes, now, tasks] = await Promise.all([
       getJSON(`/ui/api/runs/${encodeURIComponent(runId)}/metrics`),
@@ -163,42 +123,59 @@ async function runPage(runId) {
     ]);
     tasksBox.replaceChildren(tasks);
     state.textContent = now.state;
+    state.className = `badge state-${now.state}`;
+    phase.textContent = now.state === "running" ? phaseText(now.phase) : "";
+    progress.textContent = ` · ${now.episodes_done}/${now.episodes_total} episodes · ${now.updates} updates · policy v${now.policy_version}`;
     // The controls follow the state (no Stop once the run is over) and the adapters saved so far.
     const key = `${now.state}/${now.policy_version}`;
     if (key !== controlsFor) {
       controlsFor = key;
       controlsBox.replaceChildren(await runControls(runId, now, () => refresh().catch(() => {})));
     }
-    drawCharts(charts, runLines(m), xAxis);
-    const head = ["episode", "purpose", "task", "update", "version", "steps", "return", "success"];
-    episodesTable.replaceChildren(el("tr", {}, ...head.map((h) => el("th", {}, h))), ...episodeRows(runId, episodes.slice(-200).reverse()));
+    lines = runLines(m);
+    redrawCharts();
+    episodesSection(runId, episodes, episodesBox);
     if (run.algorithm === "mcts") treesBox.replaceChildren(await treesSection(runId));
     return m;
   };
   toggle.addEventListener("click", async () => {
     xAxis = xAxis === "update" ? "time" : "update";
     toggle.textContent = xAxis === "update" ? "x: by wall-clock" : "x: by update";
-    await refresh();
+    redrawCharts();
   });
   show(
     el("h2", {}, runId),
-    el("p", {}, "state: ", state, ` · ${run.algorithm} on ${run.domain} · policy v${run.policy_version}`),
+    el("p", { class: "run-line" }, "state: ", state, ` · ${run.algorithm} on ${run.domain}`, progress, " ", phase),
     run.error ? el("div", { class: "error" }, run.error) : "",
     controlsBox,
-    toggle,
+    el("div", { class: "toolbar" }, toggle, smoothingPicker(redrawCharts), el("span", { class: "muted" }, "hover a chart for its values; flat charts are folded under their group")),
     charts,
     tasksBox,
     treesBox,
-    el("h3", {}, "Episodes"),
-    episodesTable,
+    episodesBox,
   );
   window.haloViewer.ready = false;
   await refresh();
   window.haloViewer.ready = true;
   if (info.live && !["finished", "stopped", "failed"].includes(run.state)) {
-    // Live: the run API's server-sent events say when the run's status (and so its metrics) moved.
+    // Live: the run API's server-sent events say when the run's status moved. A new phase or a
+    // phase's count only rewrites the phase line; the page is fetched again when an update, the
+    // episode count or the state changed (a run reports its phase far more often than it updates).
+    let seen = null;
     events = new EventSource(`/runs/${encodeURIComponent(runId)}/events`);
-    events.addEventListener("status", () => refresh().catch(() => {}));
+    events.addEventListener("status", (message) => {
+      let status = null;
+      try {
+        status = JSON.parse(message.data).data;
+      } catch (error) {
+        status = null;
+      }
+      if (status) phase.textContent = status.state === "running" ? phaseText(status.phase) : "";
+      const key = status ? `${status.state}/${status.updates}/${status.episodes_done}/${status.policy_version}` : null;
+      if (key !== null && key === seen) return;
+      seen = key;
+      refresh().catch(() => {});
+    });
     events.addEventListener("done", () => {
       events.close();
       refresh().catch(() => {});
@@ -215,64 +192,6 @@ function rewardText(reward) {
     .filter((k) => reward[k])
     .map((k) => `${k} ${fmt(reward[k])}`);
   return `reward ${fmt(reward.total)}${parts.length ? ` (${parts.join(", ")})` : ""}`;
-}
-
-async function episodePage(runId, episodeId) {
-  const crumbs = document.getElementById("crumbs");
-  crumbs.replaceChildren(" / ", el("a", { href: `#/run/${encodeURIComponent(runId)}` }, runId), ` / ${episodeId}`);
-  const e = await getJSON(`/ui/api/runs/${encodeURIComponent(runId)}/episodes/${encodeURIComponent(episodeId)}`);
-  const frames = e.steps.map((s) => {
-    const keptIndex = Math.max(0, s.candidates.findIndex((c) => c.kept));
-    const c = s.candidates[keptIndex];
-    const forks =
-      s.candidates.length > 1
-        ? el(
-            "div",
-            { class: "forks", "data-group": s.group_id },
-            ...s.candidates.map((f, i) =>
-              el(
-                "div",
-                { class: f.kept ? "fork kept" : "fork", "data-fork": i },
-                el("img", { src: frameUrl(runId, episodeId, s.step, i), alt: f.action_text, loading: "lazy" }),
-                el("div", {}, f.action_text),
-                el("div", {}, `r ${fmt(f.reward.total)} · A ${fmt(f.advantage)}`),
-                // Where the fork led: the only trace of a branch not continued (its session is closed).
-                el(
-                  "div",
-                  { class: "after" },
-                  el("span", {}, "next:"),
-                  f.next_screenshot
-                    ? el("img", { class: "next", src: `/ui/api/screenshots/${f.next_screenshot}.png`, alt: `after ${f.action_text}`, loading: "lazy" })
-                    : el("div", { class: "muted" }, f.action ? "not recorded" : "nothing ran"),
-                ),
-              ),
-            ),
-          )
-        : "";
-    return el(
-      "div",
-      { class: "frame", "data-step": s.step },
-      el("img", { class: "shot", src: frameUrl(runId, episodeId, s.step, keptIndex), alt: `step ${s.step}` }),
-      el("div", {}, el("b", {}, `step ${s.step}: `), c.action_text),
-      c.parse_error ? el("div", { class: "parse-error" }, `parse error: ${c.parse_error.reason} ${c.parse_error.detail || ""}`) : "",
-      el("div", {}, rewardText(c.reward)),
-      c.milestones.length ? el("div", {}, `milestones: ${c.milestones.join(", ")}`) : "",
-      el("div", { class: "muted" }, `policy v${c.policy_version}`),
-      el("details", {}, el("summary", {}, "raw answer"), el("pre", {}, c.raw)),
-      forks,
-    );
-  });
-  show(
-    el("h2", {}, episodeId),
-    el(
-      "p",
-      {},
-      `${e.purpose} episode of ${e.task_id} · update ${e.update} · v${e.policy_version} · return ${fmt(e.episode_return)} · success ${
-        e.success == null ? "–" : e.success ? "yes" : "no"
-      }`,
-    ),
-    el("div", { class: "filmstrip", id: "filmstrip" }, ...frames),
-  );
 }
 
 async function route() {
