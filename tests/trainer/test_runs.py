@@ -56,6 +56,8 @@ async def api(clean_redis, vllm_admin, base_model, tmp_path, monkeypatch) -> Asy
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer")
     yield Api(client, manager, env, redis, settings)
     await manager.shutdown()
+    # No run task outlives the test (one left would fail later on the Redis closed below).
+    assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("run-") and not t.done()]
     await client.aclose()
     await policy.aclose()
     await redis.aclose()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import json
 import logging
 import secrets
@@ -339,6 +340,7 @@ class RunManager:
             )
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
+        await import_off_loop()  # the imports below are then lookups
         from halo_trainer.grpo.loop import GrpoLoop
         from halo_trainer.learner.tower_check import check_tower_lora
         from halo_trainer.loop_parts.parts import LoopStatus
@@ -441,6 +443,24 @@ class RunManager:
                 )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
+
+
+# What a run's loop imports (torch, transformers, peft): seconds, loaded only when a run starts.
+LOOP_MODULES = (
+    "halo_trainer.grpo.loop",
+    "halo_trainer.mcts.loop",
+    "halo_trainer.learner.tower_check",
+    "halo_trainer.loop_parts.parts",
+    "halo_trainer.observe.plots",
+)
+
+
+async def import_off_loop(modules: tuple[str, ...] = LOOP_MODULES) -> None:
+    """Import ``modules`` in a thread. Imported on the event loop they stalled it for as long as the
+    import took (4.8 s on a quiet 2-core machine, ~11 s at load 10), and everything else on that
+    loop stopped: the in-process workers' Redis reads hit redis-py's default 5 s socket timeout, and
+    the env session lease, renewed by a task on the same loop, expired (docs/testing.md)."""
+    await asyncio.to_thread(lambda: [importlib.import_module(m) for m in modules])
 
 
 def release_accelerator_memory() -> None:
