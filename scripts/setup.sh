@@ -3,9 +3,12 @@
 # the Python virtual environment (.venv). `make train` and `make test` run it first; when nothing
 # changed it returns in about a second.
 #
-# The virtual environment (about 6 GB: vLLM, torch, transformers) is built once per content of
-# requirements/lock.txt and this script, in $HALO_CACHE_DIR (default ~/.cache/halo), and .venv links
-# to it, so fresh clones of the same commit (CI) reuse it instead of reinstalling.
+# The third-party packages (about 6 GB: vLLM, torch, transformers) are built once per content of
+# requirements/lock.txt, in $HALO_CACHE_DIR (default ~/.cache/halo), and shared by every checkout on
+# the machine, so fresh clones (CI) reuse them instead of reinstalling. They are third-party only:
+# each checkout's .venv is a small environment of its own over them (scripts/venv_overlay.py) that
+# puts this checkout's packages first, so two checkouts never run each other's code and nothing one
+# checkout's setup does changes another's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,14 +50,45 @@ if [ ! -f "$VENV/.complete" ]; then
   "$VENV/bin/python" -c "import vllm, torchvision.ops, transformers, peft, playwright, agisdk" \
     || { log "the environment does not import; see the pip output above"; exit 1; }
   touch "$VENV/.complete"
-  # Keep the three newest environments; older ones are dead weight (6 GB each).
-  ls -1dt "$CACHE"/venv-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
 fi
-ln -sfn "$VENV" "$ROOT/.venv"
 
-# The project itself, editable, pointing at this clone (cheap; redone when the clone moved).
-if ! "$ROOT/.venv/bin/python" -c "import halo, sys; sys.exit(0 if halo.__file__.startswith('$ROOT/') else 1)" 2>/dev/null; then
-  "$ROOT/.venv/bin/pip" install -q --no-deps --no-build-isolation -e "$ROOT" 2>&1 \
-    | grep -vE "is ignored: it is neither|BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your|with strategy)|^\s*$" >&2 || true
+# --- this checkout's .venv: its own packages over the shared ones ---------------------------------
+# Was a link into the cache (older setups, which installed the project there, editable, pointing at
+# whichever checkout ran last): replaced by the overlay, made aside and renamed into place.
+if [ -L "$ROOT/.venv" ] || [ ! -d "$ROOT/.venv" ]; then
+  rm -rf "$ROOT/.venv.new"
+  "$PYTHON" "$ROOT/scripts/venv_overlay.py" --root "$ROOT" --base "$VENV" --dir "$ROOT/.venv.new" --final "$ROOT/.venv"
+  if [ -L "$ROOT/.venv" ]; then mv -T "$ROOT/.venv" "$ROOT/.venv.old"; fi
+  mv -T "$ROOT/.venv.new" "$ROOT/.venv"
+  rm -f "$ROOT/.venv.old"
+else
+  "$PYTHON" "$ROOT/scripts/venv_overlay.py" --root "$ROOT" --base "$VENV" --dir "$ROOT/.venv"
 fi
-log "ready: $ROOT/.venv -> $VENV"
+"$ROOT/.venv/bin/python" -c "import halo, sys; sys.exit(0 if halo.__file__.startswith('$ROOT/') else 1)" \
+  || { log "the .venv does not import this checkout's halo"; exit 1; }
+
+# The shared environment holds third-party packages only. An older setup installed the project into
+# it, editable, for the checkout that ran last; every other checkout on the old layout was running
+# that one's code. Remove it: such a checkout now fails to import halo until its own setup runs.
+site="$(echo "$VENV"/lib/python*/site-packages)"
+legacy=("$site"/__editable__*halo_agent* "$site"/halo_agent-*.dist-info)
+if [ -e "${legacy[0]}" ] || [ -e "${legacy[1]}" ]; then
+  rm -rf "${legacy[@]}" "$VENV/bin/halo"
+  log "removed the project's editable install from the shared environment (left by an older setup); other checkouts: run scripts/setup.sh there"
+fi
+
+# Record this checkout as a user of the shared environment, then keep the three newest environments
+# and any older one a checkout's .venv still stands on (6 GB each; a deleted one would break it).
+mkdir -p "$VENV.users"
+printf '%s\n' "$ROOT" > "$VENV.users/$(printf '%s' "$ROOT" | sha256sum | cut -c1-16)"
+in_use() {
+  local user
+  for user in "$1".users/*; do
+    [ -f "$user" ] || continue
+    [ "$(cat "$(cat "$user")/.venv/halo-base" 2>/dev/null)" = "$1" ] && return 0
+  done
+  return 1
+}
+find "$CACHE" -maxdepth 1 -name 'venv-*' ! -name '*.users' -printf '%T@ %p\n' | sort -rn | tail -n +4 \
+  | while read -r _ old; do in_use "$old" || rm -rf "$old" "$old.users"; done
+log "ready: $ROOT/.venv (this checkout's packages over $VENV)"
