@@ -254,6 +254,8 @@ async def test_an_mcts_runs_search_tree_shows_its_nodes_best_path_and_pairs(page
     )
     assert await page.locator("#tree img.thumb").count() == 3  # the unexpanded terminal leaf has no screenshot
     await page.screenshot(path=str(SHOTS / "viewer-tree.png"), full_page=True)
+    await page.set_viewport_size(WINDOW)
+    assert await layout_problems(page) == []
     assert page.errors == []
     assert httpx.get(f"{viewer_url}/ui/api/runs/{MCTS_RUN}/trees/..%2Fconfig").status_code == 404
     assert httpx.get(f"{viewer_url}/ui/api/runs/{MCTS_RUN}/trees/nope").status_code == 404
