@@ -128,3 +128,36 @@ async def test_seed_reorders_results_and_reference_solutions_pass_under_seeds_1_
         answer = await play_solution(page, json.loads((SOLUTIONS_DIR / f"{task_id}.json").read_text()))
         assert evaluate(get_task(task_id), await site_state(page), answer).success, (task_id, seed)
         await context.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+async def test_dates_are_picked_on_a_two_month_calendar_as_on_marriott(browser, sites_url: str) -> None:
+    context, page = await open_site(browser, sites_url, SITE, "real-offline.marrisuite-8")
+    days = '[data-halo-id^="day-"]'
+
+    async def field(halo_id: str) -> str:
+        return await page.locator(f'[data-halo-id="{halo_id}"] b').inner_text()
+
+    assert await page.locator('[data-halo-id="check-in"]').evaluate("e => e.tagName") == "BUTTON"
+    await click(page, "check-in")
+    shown = await page.eval_on_selector_all(days, "els => els.map(e => e.dataset.haloId)")
+    assert shown[0] == "day-2024-07-01" and shown[-1] == "day-2024-08-31"
+    assert await page.locator('[data-halo-id="day-2024-07-14"]').is_disabled()  # "today" is 2024-07-15
+    assert await page.locator('[data-halo-id="cal-prev"]').is_disabled()
+    for day in ("2024-07-26", "2024-07-20", "2024-07-22"):  # an earlier day starts the stay again
+        await click(page, f"day-{day}")
+    assert (await field("check-in"), await field("check-out")) == ("Sat, Jul 20, 2024", "Mon, Jul 22, 2024")
+    await click(page, "cal-next")
+    assert await page.locator(days).first.get_attribute("data-halo-id") == "day-2024-08-01"
+    await click(page, "dates-clear")
+    assert (await field("check-in"), await field("check-out")) == ("Add date", "Add date")
+    for halo_id in ("day-2024-08-30", "day-2024-09-02", "dates-done"):
+        await click(page, halo_id)
+    assert await page.locator(days).count() == 0
+    await type_into(page, "destination", "Goleta, California")
+    await click(page, "find-hotels")
+    search = (await site_state(page))["initialfinaldiff"]["updated"]["search"]
+    assert (search["checkIn"], search["checkOut"]) == ("2024-08-30", "2024-09-02")
+    assert page.errors == []
+    await context.close()

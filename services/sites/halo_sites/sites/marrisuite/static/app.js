@@ -143,12 +143,49 @@
   function searchForm(view, compact) {
     const f = form();
     return '<form class="sform' + (compact ? " compact" : "") + '" role="search"><label class="fld dest"><span>Destination</span><input type="text" data-field="destination" data-halo-id="destination" placeholder="Where can we take you?" value="' + esc(f.destination) + '" autocomplete="off"></label>' +
-      '<label class="fld"><span>Check-in</span><input type="text" data-field="checkIn" data-halo-id="check-in" placeholder="YYYY-MM-DD" value="' + esc(f.checkIn) + '" autocomplete="off"></label>' +
-      '<label class="fld"><span>Check-out</span><input type="text" data-field="checkOut" data-halo-id="check-out" placeholder="YYYY-MM-DD" value="' + esc(f.checkOut) + '" autocomplete="off"></label>' +
+      dateField("in", "Check-in", f.checkIn) + dateField("out", "Check-out", f.checkOut) +
       '<div class="fld step"><span>Rooms</span><div><button type="button" data-action="step" data-name="rooms" data-by="-1" data-halo-id="rooms-minus" aria-label="Fewer rooms">&minus;</button><b>' + f.rooms + '</b><button type="button" data-action="step" data-name="rooms" data-by="1" data-halo-id="rooms-plus" aria-label="More rooms">+</button></div></div>' +
       '<div class="fld step"><span>Guests</span><div><button type="button" data-action="step" data-name="guests" data-by="-1" data-halo-id="guests-minus" aria-label="Fewer guests">&minus;</button><b>' + f.guests + '</b><button type="button" data-action="step" data-name="guests" data-by="1" data-halo-id="guests-plus" aria-label="More guests">+</button></div></div>' +
       '<button type="submit" class="find" data-halo-id="find-hotels">' + (compact ? "Update Search" : "Find Hotels") + "</button>" +
+      (view.cal ? calendar(f, view.cal) : "") +
       (view.error ? '<div class="ferr" role="alert">' + esc(view.error) + "</div>" : "") + "</form>";
+  }
+
+  // ---- the dates picker (Marriott's: two months, check-in then check-out, Done) ---------------------------
+  function dateField(which, label, iso) {
+    return '<button type="button" class="fld datebtn" data-action="dates-open" data-which="' + which + '" data-halo-id="check-' + which + '" aria-haspopup="dialog">' +
+      "<span>" + label + "</span><b>" + (iso ? esc(nice(iso)) : "Add date") + "</b></button>";
+  }
+  function shiftMonth(ym, by) {
+    const dt = new Date(Date.UTC(+ym.slice(0, 4), +ym.slice(5, 7) - 1 + by, 1));
+    return dt.toISOString().slice(0, 7);
+  }
+  function monthGrid(ym, f) {
+    const y = +ym.slice(0, 4), m = +ym.slice(5, 7);
+    const first = new Date(Date.UTC(y, m - 1, 1)).getUTCDay(), days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+    let cells = "";
+    for (let i = 0; i < first; i++) cells += "<span></span>";
+    for (let d = 1; d <= days; d++) {
+      const iso = ym + "-" + (d < 10 ? "0" : "") + d;
+      const cls = (iso === f.checkIn || iso === f.checkOut ? "sel" : f.checkIn && f.checkOut && iso > f.checkIn && iso < f.checkOut ? "mid" : "") + (iso === TODAY ? " today" : "");
+      cells += '<button type="button" class="day ' + cls + '" data-action="day" data-date="' + iso + '" data-halo-id="day-' + iso + '"' +
+        (iso < TODAY ? " disabled" : "") + ' aria-label="' + esc(nice(iso)) + '">' + d + "</button>";
+    }
+    const name = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"][m - 1];
+    return '<div class="month"><h3>' + name + " " + y + '</h3><div class="dow">' + DAYS.map(function (x) { return "<span>" + x.slice(0, 2) + "</span>"; }).join("") + '</div><div class="days">' + cells + "</div></div>";
+  }
+  function calendar(f, cal) {
+    const n = f.checkIn && f.checkOut ? nights(f.checkIn, f.checkOut) : 0;
+    const says = f.checkIn ? nice(f.checkIn) + (f.checkOut ? " \u2013 " + nice(f.checkOut) + " \u00b7 " + n + (n === 1 ? " night" : " nights") : " \u2013 select check-out") : "Select check-in";
+    return '<div class="cal" role="dialog" aria-label="Dates"><div class="calhead"><button type="button" data-action="cal-month" data-by="-1" data-halo-id="cal-prev" aria-label="Previous month"' +
+      (cal.month <= TODAY.slice(0, 7) ? " disabled" : "") + '>&lsaquo;</button><b>' + esc(says) + '</b><button type="button" data-action="cal-month" data-by="1" data-halo-id="cal-next" aria-label="Next month">&rsaquo;</button></div>' +
+      '<div class="months">' + monthGrid(cal.month, f) + monthGrid(shiftMonth(cal.month, 1), f) + "</div>" +
+      '<div class="calfoot"><button type="button" class="btn ghost" data-action="dates-clear" data-halo-id="dates-clear">Clear Dates</button><button type="button" class="btn" data-action="dates-done" data-halo-id="dates-done">Done</button></div></div>';
+  }
+  function pickDay(f, cal, iso) {
+    // Check-out only after a check-in, and only later than it; any other pick starts the stay anew.
+    if (cal.picking === "out" && f.checkIn && iso > f.checkIn) { f.checkOut = iso; cal.picking = "in"; }
+    else { f.checkIn = iso; f.checkOut = ""; cal.picking = "out"; }
   }
 
   // ---- pages --------------------------------------------------------------------------------------------
@@ -236,7 +273,7 @@
     const r = route();
     let view = HALO.view();
     if (view.route !== location.hash) {
-      view = HALO.patchView({ route: location.hash, error: "", roomError: "", bookError: "", modal: null, scroll: {} });
+      view = HALO.patchView({ route: location.hash, error: "", roomError: "", bookError: "", modal: null, cal: null, scroll: {} });
       syncRouter(r);
     }
     const st = HALO.state();
@@ -349,6 +386,24 @@
       f[name] = Math.max(1, Math.min(max, f[name] + Number(el.getAttribute("data-by"))));
       if (f.guests < f.rooms) f.guests = f.rooms;
       HALO.patchView({ form: f });
+    } else if (action === "dates-open") {
+      const f = form(), which = el.getAttribute("data-which");
+      const month = ((which === "out" && f.checkOut) || f.checkIn || TODAY).slice(0, 7);
+      HALO.patchView({ form: f, cal: { month: month, picking: which === "out" && f.checkIn ? "out" : "in" } });
+    } else if (action === "cal-month") {
+      const cal = view.cal, by = Number(el.getAttribute("data-by"));
+      if (cal && !(by < 0 && cal.month <= TODAY.slice(0, 7))) HALO.patchView({ cal: { month: shiftMonth(cal.month, by), picking: cal.picking } });
+    } else if (action === "day") {
+      const f = form(), cal = Object.assign({}, view.cal), iso = el.getAttribute("data-date");
+      if (iso < TODAY) return;
+      pickDay(f, cal, iso);
+      HALO.patchView({ form: f, cal: cal, error: "" });
+    } else if (action === "dates-clear") {
+      const f = form();
+      f.checkIn = ""; f.checkOut = "";
+      HALO.patchView({ form: f, cal: { month: (view.cal || {}).month || TODAY.slice(0, 7), picking: "in" } });
+    } else if (action === "dates-done") {
+      HALO.patchView({ cal: null });
     } else if (action === "sort") {
       HALO.patchView({ sort: el.getAttribute("data-value") });
     } else if (action === "select-room") {
@@ -376,6 +431,7 @@
   });
   document.addEventListener("submit", function (e) {
     e.preventDefault();
+    HALO.patchView({ cal: null });
     search();
   });
   document.addEventListener("input", function (e) {
