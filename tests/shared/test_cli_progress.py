@@ -8,11 +8,14 @@ about 4.4 s an evaluation episode and 20 s an update, polled every 2 s as `halo 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 
+import httpx
 import pytest
+from typer.testing import CliRunner
 
 from halo.cli.progress import Plan, RunProgress, duration
 from halo.schemas import RunPhase, RunSpec, RunState, RunStatus
@@ -185,3 +188,79 @@ def test_durations_read_as_people_write_them():
         "3m 07s",
         "1h 02m",
     ]
+
+
+# --- the commands, against a stand-in of the trainer's API ------------------------------------------
+def _phase(**fields) -> RunPhase:
+    return RunPhase(
+        **(
+            {
+                "kind": "evaluating",
+                "label": "evaluating v3",
+                "done": 7,
+                "total": 32,
+                "unit": "episodes",
+                "started_at": T0,
+            }
+            | fields
+        )
+    )
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, answer) -> None:
+    from halo.cli import train_commands
+
+    monkeypatch.setattr(
+        train_commands,
+        "_client",
+        lambda settings: httpx.Client(base_url="http://127.0.0.1:8400", transport=httpx.MockTransport(answer)),
+    )
+    monkeypatch.setattr(train_commands.stack_probes, "is_ready", lambda url: True)
+    monkeypatch.setattr(train_commands.time, "sleep", lambda s: None)
+
+
+def test_halo_runs_list_says_what_a_running_run_is_doing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from halo.cli import main as cli
+
+    running = _status(RunState.RUNNING, 3, _phase()).model_copy(update={"run_id": "r-running"})
+    done = _status(RunState.FINISHED, 25, None).model_copy(update={"run_id": "r-done"})
+    body = json.dumps([json.loads(running.model_dump_json()), json.loads(done.model_dump_json())])
+    _cli(monkeypatch, lambda request: httpx.Response(200, text=body))
+    result = CliRunner().invoke(cli.app, ["runs", "list"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if "r-running" in x)
+    assert "evaluating v3: 7/32 episodes" in line
+    assert "evaluating" not in next(x for x in result.stdout.splitlines() if "r-done" in x)
+
+
+def test_halo_train_prints_the_trainers_reason_for_a_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `halo train` draws comes from the statuses it polls: a note the trainer sets is printed once."""
+    from halo.cli import main as cli
+
+    note = "waiting for vLLM (12 s of 600): connection refused"
+    polls = [
+        _status(
+            RunState.RUNNING,
+            0,
+            _phase(kind="collecting", label="collecting update 1", done=0, total=4, unit="jobs", note=note),
+        ),
+        _status(
+            RunState.RUNNING,
+            0,
+            _phase(kind="collecting", label="collecting update 1", done=1, total=4, unit="jobs", note=note),
+        ),
+        _status(RunState.FINISHED, 25, None),
+    ]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(201, text=_status(RunState.PENDING, 0, None).model_dump_json())
+        if request.url.path == "/runs/r":
+            return httpx.Response(200, text=polls.pop(0).model_dump_json())
+        return httpx.Response(404, json={"error": "no route"})
+
+    _cli(monkeypatch, answer)
+    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count(f"collecting update 1: {note}") == 1
+    assert "run r finished" in result.stdout

@@ -36,6 +36,12 @@ def duration(seconds: float | None) -> str:
     return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+def phase_line(phase: RunPhase) -> str:
+    """One line for a phase seen once (``halo runs list``): "evaluating v3: 7/32 episodes"."""
+    count = f": {phase.done}/{phase.total} {phase.unit}".rstrip() if phase.total else ""
+    return f"{phase.label}{count}" + (f" ({phase.note})" if phase.note else "")
+
+
 @dataclass
 class Plan:
     """What the run's resolved config says about what is left to do (``config.json``); 0 = unknown/none."""

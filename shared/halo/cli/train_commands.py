@@ -17,10 +17,10 @@ from halo.cli import stack as local_stack
 from halo.cli import stack_probes
 from halo.cli.knob_options import spec_values, with_knob_options
 from halo.cli.output import console, err, fail
-from halo.cli.progress import Plan, RunProgress, duration
+from halo.cli.progress import Plan, RunProgress, duration, phase_line
 from halo.cli.summary import run_summary, viewer_link
 from halo.local_token import read_token
-from halo.schemas import RunSpec, RunState, RunStatus
+from halo.schemas import RunPhase, RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
 TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
@@ -210,14 +210,16 @@ def runs_list() -> None:
     """List runs."""
     with _client(TrainerSettings()) as client:
         rows = _api(client.get, "/runs").json()
-    table = Table("run", "state", "episodes", "updates", "version")
+    table = Table("run", "state", "episodes", "updates", "version", "now")
     for r in rows:
+        phase = RunPhase.model_validate(r["phase"]) if r.get("phase") and r["state"] == "running" else None
         table.add_row(
             r["run_id"],
             r["state"],
             f"{r['episodes_done']}/{r['episodes_total']}",
             str(r["updates"]),
             str(r["policy_version"]),
+            escape(phase_line(phase)) if phase else "",
         )
     console.print(table)
 
