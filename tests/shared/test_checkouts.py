@@ -52,7 +52,9 @@ def clone_and_set_up(root: Path, name: str) -> Path:
 
 
 def own_code(root: Path, name: str) -> None:
-    printed = run([".venv/bin/python", "-c", "import halo, halo._which_checkout as w; print(halo.__file__, w.NAME)"], root)
+    printed = run(
+        [".venv/bin/python", "-c", "import halo, halo._which_checkout as w; print(halo.__file__, w.NAME)"], root
+    )
     assert printed.split() == [str(root / "shared" / "halo" / "__init__.py"), name]
     run([".venv/bin/pytest", "-q", "--noconftest", "-p", "no:cacheprovider", "own_code_test.py"], root)
     assert "HALO-Agent" in run([".venv/bin/halo", "--help"], root)
