@@ -7,12 +7,14 @@ the way). Its script sends what a browser lets any page send without a CORS pref
 no-cors mode with no, text or Blob bodies, a form post in a hidden frame) and what needs one (JSON,
 a bearer header). The trainer records every request that reached it: the simple ones arrive and are
 refused, the preflighted ones never arrive as POSTs, and nothing changed, with and without a token.
+The issue's own curl command is sent to the same served app too.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,3 +175,29 @@ async def test_a_page_on_another_origin_cannot_stop_start_or_promote(target: Tar
     assert not client.sismember(keys.STOPPED_RUNS, RUN), report
     assert list(client.hkeys(keys.RUNS)) == [RUN.encode()], report
     assert not (target.evals.checkpoints_dir / "qwen3vl_grpo_lora").exists(), report
+
+
+def test_the_issues_curl_request_is_refused(target: Target) -> None:
+    """Issue 49's request, as it was sent: `curl -X POST .../stop -H 'Origin: ...' -H 'Content-Type: text/plain'`."""
+    if not shutil.which("curl"):
+        pytest.skip("curl is not installed")
+    for headers in (["-H", "Origin: http://evil.example", "-H", "Content-Type: text/plain"], []):
+        out = subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-X",
+                "POST",
+                f"{target.url}/runs/{RUN}/stop",
+                *headers,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out.stdout == ("403" if headers else "415"), (headers, out.stdout, out.stderr)
+    assert not redis.Redis.from_url(target.redis_url).sismember(keys.STOPPED_RUNS, RUN)
