@@ -17,7 +17,7 @@ from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, load
 
 def test_seed_hyperparameters_are_the_defaults():
     cfg = resolve(RunSpec(domain="gomail"), "r1", ["local.gomail-1"], load_defaults("configs/rl_config.yaml"), None)
-    assert (cfg.num_generations, cfg.temperature, cfg.learning_rate, cfg.loss_type.value, cfg.kl_coef) == (
+    assert (cfg.num_generations, cfg.temperature, cfg.learning_rate, cfg.advantage.value, cfg.kl_coef) == (
         8,
         0.7,
         1e-6,
@@ -283,3 +283,19 @@ def test_seed_contrast_needs_step_groups():
     assert resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny").seed_contrast == 0.0
     with pytest.raises(ValueError, match="seed_contrast=1.0 needs group_mode=step"):
         resolve(RunSpec(domain="playground", seed_contrast=1, group_mode="episode"), "r", ["t"], defaults, "tiny")
+
+
+def test_a_run_saved_with_loss_type_resumes_with_the_advantage_and_normaliser_it_meant():
+    defaults = load_defaults("configs/rl_config.yaml")
+    cfg = resolve(RunSpec(domain="playground", advantage="rloo"), "r13", ["t"], defaults, "tiny")
+    assert (cfg.advantage, cfg.loss_norm) == ("rloo", "constant")
+    assert cfg.learner_config(LearnerConfig()).loss_norm == "constant"
+    saved = json.loads(cfg.model_dump_json())
+    del saved["advantage"], saved["loss_norm"]
+    for loss_type, meant in (("dr_grpo", ("dr_grpo", "constant")), ("grpo", ("grpo", "sequence"))):
+        old = RunConfig.model_validate({**saved, "loss_type": loss_type})
+        assert (old.advantage, old.loss_norm) == meant
+    with pytest.raises(ValidationError, match="advantage"):
+        RunSpec(domain="playground", advantage="ppo")
+    with pytest.raises(ValidationError, match="loss_type"):  # a request names the two knobs
+        RunSpec(domain="playground", loss_type="grpo")

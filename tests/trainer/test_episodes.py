@@ -19,7 +19,7 @@ from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 async def test_a_step_group_record_holds_every_fork_with_its_advantage_and_the_branch_continued(tmp_path):
     job = job_for(group_size=3, max_steps=2, branch=BranchPolicy.BEST)
     result = await run_job(services(), job)
-    log = EpisodeLog(tmp_path / "episodes.jsonl", every=1, mode=GroupMode.STEP, loss_type="dr_grpo")
+    log = EpisodeLog(tmp_path / "episodes.jsonl", every=1, mode=GroupMode.STEP, advantage="dr_grpo")
     [record] = log.write(result, update=4)
 
     assert record["update"] == 4 and record["purpose"] == "train" and len(record["steps"]) == 2
@@ -33,7 +33,7 @@ async def test_a_step_group_record_holds_every_fork_with_its_advantage_and_the_b
 
 
 async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_path):
-    log = EpisodeLog(tmp_path / "episodes.jsonl", every=3, mode=GroupMode.EPISODE, loss_type="dr_grpo")
+    log = EpisodeLog(tmp_path / "episodes.jsonl", every=3, mode=GroupMode.EPISODE, advantage="dr_grpo")
     written = []
     for i in range(6):
         job = job_for(job_id=f"j{i}", group_id=f"j{i}", kind="train_episode_group", group_size=2, max_steps=1)
@@ -42,7 +42,7 @@ async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_pat
     written += [r["job_id"] for r in log.write(await run_job(services(), evaluation), update=6)]
     assert written == ["j0", "j0", "j3", "j3", "ev0"]
     assert (
-        EpisodeLog(tmp_path / "none.jsonl", every=0, mode=GroupMode.EPISODE, loss_type="grpo").write(
+        EpisodeLog(tmp_path / "none.jsonl", every=0, mode=GroupMode.EPISODE, advantage="grpo").write(
             await run_job(services(), job_for(kind="train_episode_group", group_size=2, max_steps=1)), update=0
         )
         == []

@@ -35,12 +35,31 @@ def test_grpo_advantage_divides_by_unbiased_std_plus_eps() -> None:
     assert close(adv, [expected, -expected, -expected, expected], tol=1e-6)
 
 
-@pytest.mark.parametrize("loss_type", ["dr_grpo", "grpo"])
-def test_zero_variance_group_gets_exactly_zero_advantage(loss_type: str) -> None:
+@pytest.mark.parametrize("advantage", ["dr_grpo", "grpo", "rloo"])
+def test_zero_variance_group_gets_exactly_zero_advantage(advantage: str) -> None:
     # 0.1 * 3 / 3 != 0.1 in floating point: the zero must be forced, not left to rounding.
-    adv = group_advantages(torch.tensor([0.1, 0.1, 0.1]), loss_type)
+    adv = group_advantages(torch.tensor([0.1, 0.1, 0.1]), advantage)
     assert torch.equal(adv, torch.zeros(3))
-    assert torch.equal(group_advantages(torch.tensor([0.7]), loss_type), torch.zeros(1))
+    assert torch.equal(group_advantages(torch.tensor([0.7]), advantage), torch.zeros(1))
+
+
+def test_rloo_compares_each_reward_with_the_mean_of_the_others() -> None:
+    # Worked by hand: rewards [1, 0, 0.5, 0.3]; the others' means are 0.8/3, 1.8/3, 1.3/3, 1.5/3.
+    adv = group_advantages(torch.tensor([1.0, 0.0, 0.5, 0.3], dtype=torch.float64), "rloo")
+    assert close(adv, [1 - 0.8 / 3, 0 - 1.8 / 3, 0.5 - 1.3 / 3, 0.3 - 1.5 / 3], tol=1e-12)
+    # ... which is G/(G-1) times Dr. GRPO's r - mean(r), group by group along the last dimension.
+    rewards = torch.tensor([[1.0, 0.0, 0.5, 0.3], [0.2, 0.2, 0.9, 0.0]], dtype=torch.float64)
+    assert close(group_advantages(rewards, "rloo"), group_advantages(rewards, "dr_grpo") * 4 / 3, tol=1e-12)
+
+
+def test_rloo_equals_trls_rloo_advantage() -> None:
+    """TRL's RLOOTrainer (0.2x, ``_generate_and_score_completions``) written out: rewards viewed as
+    [prompts, G], baseline = (sum - r) / (G - 1), advantage = r - baseline, no normalisation."""
+    rewards = torch.tensor([0.3, 1.0, 0.0, 0.0, 0.5, 0.5, 0.25, 1.0], dtype=torch.float64)
+    grouped = rewards.view(-1, 4)
+    trl = (grouped - (grouped.sum(dim=1, keepdim=True) - grouped) / (4 - 1)).flatten()
+    ours = advantages_by_group(rewards.tolist(), [0, 0, 0, 0, 1, 1, 1, 1], "rloo")
+    assert close(ours, trl.tolist(), tol=1e-6)
 
 
 def test_advantages_broadcast_over_leading_dims_and_ragged_groups() -> None:
@@ -79,7 +98,7 @@ def test_grpo_loss_uses_per_sequence_mean() -> None:
     logp = leaf([[-1.0, -2.0, -9.0], [-0.5, -7.0, -7.0]])
     adv = torch.tensor([1.0, -1.0])
     # loss = (1/B) * [-(1 * 2)/2 + -(-1 * 1)/1] = 0; each token weighs 1/(|o_i| * B)
-    loss, _ = policy_loss(logp, logp.detach(), adv, MASK, loss_type="grpo")
+    loss, _ = policy_loss(logp, logp.detach(), adv, MASK, loss_norm="sequence")
     assert close(loss, 0.0)
     loss.backward()
     assert close(logp.grad, [[-1 / 4, -1 / 4, 0.0], [1 / 2, 0.0, 0.0]])

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from halo.schemas import Algorithm, GroupMode, RunSpec, SamplingParams, knobs
+from halo.schemas.choices import split_loss_type
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
 from halo_trainer.mcts.settings import MCTSConfig
@@ -48,6 +49,8 @@ class _ResolvedRun(BaseModel):
     @classmethod
     def _saved_before_renames(cls, data: Any) -> Any:
         # A run saved before a knob got its one name resumes under that name.
+        if isinstance(data, dict):
+            data = split_loss_type(data)
         if isinstance(data, dict) and "clip_eps" in data:
             data = dict(data)
             eps = data.pop("clip_eps")

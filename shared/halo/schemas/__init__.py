@@ -11,7 +11,7 @@ from halo.schemas.actions import (
     ParseErrorReason,
 )
 from halo.schemas.base import SCHEMA_VERSION, Message, new_id
-from halo.schemas.choices import Algorithm, LossType, TaskSampling, TrackerName
+from halo.schemas.choices import Advantage, Algorithm, LossNorm, TaskSampling, TrackerName
 from halo.schemas.env import (
     CreateSessionRequest,
     ErrorKind,
@@ -75,7 +75,8 @@ __all__ = [
     "GroupMode",
     "JobBase",
     "JobKind",
-    "LossType",
+    "Advantage",
+    "LossNorm",
     "Message",
     "Observation",
     "ParseErrorReason",

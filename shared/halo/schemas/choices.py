@@ -17,9 +17,37 @@ class Algorithm(StrEnum):
     MCTS = "mcts"
 
 
-class LossType(StrEnum):
-    DR_GRPO = "dr_grpo"  # A = r - mean(r); token loss normalised by a constant
-    GRPO = "grpo"  # A = (r - mean(r)) / (std(r) + eps); per-sequence length normalisation
+class Advantage(StrEnum):
+    """How a group's rewards become advantages (the estimators: ``halo_trainer.learner.objective``)."""
+
+    DR_GRPO = "dr_grpo"  # A = r - mean(r)
+    GRPO = "grpo"  # A = (r - mean(r)) / (std(r) + eps)
+    RLOO = "rloo"  # A = r - mean of the other G - 1 rewards (REINFORCE leave-one-out)
+
+
+class LossNorm(StrEnum):
+    """What a batch's summed token losses are divided by."""
+
+    CONSTANT = "constant"  # max_tokens * G: every token weighs the same (Dr. GRPO; TRL's "dr_grpo")
+    SEQUENCE = "sequence"  # each completion's own length, then G (GRPO; TRL's "grpo")
+
+
+# A run saved when one knob, loss_type, chose both: what each of its values meant.
+LOSS_TYPE_BEFORE = {
+    "dr_grpo": {"advantage": "dr_grpo", "loss_norm": "constant"},
+    "grpo": {"advantage": "grpo", "loss_norm": "sequence"},
+}
+
+
+def split_loss_type(data: dict) -> dict:
+    """``data`` with a saved ``loss_type`` read as ``advantage`` and ``loss_norm``."""
+    if "loss_type" not in data:
+        return data
+    data = dict(data)
+    given = data.pop("loss_type")
+    for name, value in LOSS_TYPE_BEFORE.get(str(given), {"advantage": given}).items():
+        data.setdefault(name, value)
+    return data
 
 
 class GroupMode(StrEnum):

@@ -26,11 +26,12 @@ from pydantic import AfterValidator, Field
 
 from halo.schemas.base import WireBool, WireFloat, WireInt
 from halo.schemas.choices import (
+    Advantage,
     BranchPolicy,
     Critic,
     GroupMode,
     LoraTarget,
-    LossType,
+    LossNorm,
     Reference,
     StructuredMode,
     TaskSampling,
@@ -92,10 +93,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("learning_rate", "grpo", Positive, 1e-6,
          "AdamW peak learning rate on the LoRA parameters",
          seeds=1e-6, seeds_flag="--lr", learner=True),
-    Knob("loss_type", "grpo", LossType, LossType.DR_GRPO,
-         "dr_grpo: A = r - mean(r), constant token normaliser; grpo: divides by std(r) and by each "
-         "completion's length",
-         seeds=LossType.DR_GRPO, learner=True),
+    Knob("advantage", "grpo", Advantage, Advantage.DR_GRPO,
+         "The advantage estimator: dr_grpo A = r - mean(r); grpo divides by std(r); rloo A = r - mean of the "
+         "other rewards (docs/objective.md)",
+         seeds=Advantage.DR_GRPO, seeds_flag="--loss_type"),
+    Knob("loss_norm", "grpo", LossNorm, LossNorm.CONSTANT,
+         "constant: summed token losses / (max_tokens * G), every token weighs the same; sequence: each "
+         "completion's mean, then / G (GRPO's length bias)",
+         seeds=LossNorm.CONSTANT, learner=True),
     Knob("kl_coef", "grpo", Annotated[WireFloat, Field(ge=0.0, le=10.0)], 0.001,
          "Weight of the k3 KL estimate to the frozen base (adapter disabled); 0 = off. Kept on the 8B: the "
          "memory plan (halo memory-plan) finds the reference pass adds no weights and peaks below the gradient"

@@ -9,7 +9,7 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from halo.schemas import knobs
 from halo.schemas.base import Message
-from halo.schemas.choices import Algorithm
+from halo.schemas.choices import Algorithm, split_loss_type
 from halo.schemas.tasks import TaskReachability
 
 # RunSpec fields that only the mcts algorithm reads (MCTSConfig's)
@@ -96,6 +96,8 @@ class RunStatus(Message):
     @classmethod
     def _stored_spec(cls, value: Any) -> Any:
         # A run stored before a knob was renamed: its request reads back under the knob's one name.
+        if isinstance(value, dict):
+            value = split_loss_type(value)
         if isinstance(value, dict) and "searches_per_iteration" in value:
             value = dict(value)
             given = value.pop("searches_per_iteration")

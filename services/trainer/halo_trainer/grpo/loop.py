@@ -75,7 +75,7 @@ class GrpoLoop:
         metrics = rollout_metrics(messages, selection, self.c.version)
         kept = [t for g in selection.groups for t in g]
         if kept:
-            per_group = advantages(selection.groups, self.cfg.group_mode, self.cfg.loss_type)
+            per_group = advantages(selection.groups, self.cfg.group_mode, self.cfg.advantage)
             self.c.task_signal = update_signal(self.c.task_signal, selection.groups, per_group)
             if self.cfg.seed_contrast:
                 per_group, matched = contrast_across_seeds(selection.groups, per_group, self.cfg.seed_contrast)

@@ -50,7 +50,7 @@ def select_groups(
     return out
 
 
-def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, loss_type: str) -> list[list[float]]:
+def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, advantage: str) -> list[list[float]]:
     """Per-transition advantages, one list per group.
 
     Step groups compare the N candidates' immediate rewards at one state. Episode groups compare
@@ -60,11 +60,11 @@ def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, loss_typ
     for members in groups:
         if mode is GroupMode.STEP:
             rewards = torch.tensor([t.reward.total for t in members], dtype=torch.float64)
-            out.append(group_advantages(rewards, loss_type).tolist())
+            out.append(group_advantages(rewards, advantage).tolist())
         else:
             episodes = sorted({t.episode_id for t in members})
             returns = {t.episode_id: t.episode_return or 0.0 for t in members}
-            adv = group_advantages(torch.tensor([returns[e] for e in episodes], dtype=torch.float64), loss_type)
+            adv = group_advantages(torch.tensor([returns[e] for e in episodes], dtype=torch.float64), advantage)
             by_episode = dict(zip(episodes, adv.tolist(), strict=True))
             out.append([by_episode[t.episode_id] for t in members])
     return out

@@ -221,7 +221,7 @@ class Learner(DPOUpdate, LearnerWeights):
                 micro.inputs.completion_mask,
                 ref_logprobs=ref,
                 entropy=entropy,
-                loss_type=cfg.loss_type,
+                loss_norm=cfg.loss_norm,
                 clip_eps_low=cfg.clip_eps_low,
                 clip_eps_high=cfg.clip_eps_high,
                 kl_coef=cfg.kl_coef,

@@ -1,4 +1,5 @@
-"""The policy objective of online GRPO as this project runs it (``loss_type="dr_grpo"``), in pure torch.
+"""The policy objective of online GRPO as this project runs it (``advantage="dr_grpo"``,
+``loss_norm="constant"``), in pure torch.
 
 For a group of G completions o_1..o_G answering the same prompt (step groups: G actions sampled at
 one browser state and executed in G forks of it; episode groups: G episodes of one task), with
@@ -6,13 +7,14 @@ rewards r_i, sampled token ids o_i,t, current log-probs ``logp = log pi_theta(o_
 log-probs the sampler reported when it drew the token ``logp_b`` and those of the frozen base model
 ``logp_ref``::
 
-    A_i      = r_i - mean(r)                                     (dr_grpo)
+    A_i      = r_i - mean(r)                                     (advantage dr_grpo)
              = (r_i - mean(r)) / (std(r) + eps)                  (grpo)
+             = r_i - mean_{j != i} r_j = G/(G-1) (r_i - mean(r))  (rloo)
     rho_i,t  = exp(logp_i,t - logp_b_i,t)
     pg_i,t   = -min(rho_i,t * A_i, clip(rho_i,t, 1 - eps_low, 1 + eps_high) * A_i)
     kl_i,t   = exp(logp_ref_i,t - logp_i,t) - (logp_ref_i,t - logp_i,t) - 1      (k3 estimator)
-    loss     = sum_i sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / (T_max * G)      (dr_grpo)
-             = (1/G) sum_i [sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / |o_i|]     (grpo)
+    loss     = sum_i sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / (T_max * G)      (loss_norm constant)
+             = (1/G) sum_i [sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / |o_i|]     (sequence)
 
 where m is the completion mask and T_max a constant (the sampler's ``max_tokens``).
 
@@ -22,6 +24,10 @@ How this differs from textbook GRPO (DeepSeekMath, Shao et al. 2024):
   up-weights groups whose rewards barely differ (nearly solved or nearly hopeless prompts), a
   difficulty bias; without it the advantage is in reward units. ``grpo`` keeps the division
   (unbiased std, as TRL computes it) as the standard alternative.
+* The advantage estimator and the normaliser are two choices (TRL's ``scale_rewards`` and
+  ``loss_type``), each a table entry below: ``ESTIMATORS`` and ``NORMALISERS``. RLOO (Ahmadian et
+  al. 2024, "Back to Basics") is the leave-one-out baseline: each completion is compared with the
+  mean of the others, an unbiased baseline that is G/(G-1) times Dr. GRPO's advantage.
 * A constant normaliser instead of each sequence's own length. GRPO's ``1/|o_i|`` gives the tokens
   of a short completion more weight than those of a long one, so long wrong answers are penalised
   less per token (a length bias). Here every token of every completion weighs the same.
@@ -63,34 +69,61 @@ clip only acts when a batch is reused or its rollouts are stale.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from halo.schemas.choices import LossType
+from halo.schemas.choices import Advantage, LossNorm
 
 
-def group_advantages(rewards: Tensor, loss_type: LossType | str = LossType.DR_GRPO, eps: float = 1e-4) -> Tensor:
+def _dr_grpo(rewards: Tensor, eps: float) -> Tensor:
+    return rewards - rewards.mean(dim=-1, keepdim=True)
+
+
+def _grpo(rewards: Tensor, eps: float) -> Tensor:
+    return _dr_grpo(rewards, eps) / (rewards.std(dim=-1, keepdim=True) + eps)  # unbiased std, as TRL
+
+
+def _rloo(rewards: Tensor, eps: float) -> Tensor:
+    others = (rewards.sum(dim=-1, keepdim=True) - rewards) / (rewards.shape[-1] - 1)
+    return rewards - others
+
+
+# The advantage estimators: rewards[..., G] (G >= 2) -> advantages[..., G]. A new one is an entry here
+# and a value of halo.schemas.choices.Advantage (docs/trainer.md, "Adding an algorithm").
+ESTIMATORS: dict[Advantage, Callable[[Tensor, float], Tensor]] = {
+    Advantage.DR_GRPO: _dr_grpo,
+    Advantage.GRPO: _grpo,
+    Advantage.RLOO: _rloo,
+}
+
+# The loss normalisers: masked per-token losses [B, T] -> each sequence's share [B] (before / G).
+NORMALISERS: dict[LossNorm, Callable[[Tensor, Tensor, int], Tensor]] = {
+    LossNorm.CONSTANT: lambda losses, mask, max_tokens: losses.sum(-1) / max_tokens,
+    LossNorm.SEQUENCE: lambda losses, mask, max_tokens: losses.sum(-1) / mask.sum(-1).clamp(min=1.0),
+}
+
+
+def group_advantages(rewards: Tensor, advantage: Advantage | str = Advantage.DR_GRPO, eps: float = 1e-4) -> Tensor:
     """Advantages for groups laid along the last dimension: ``rewards[..., G] -> A[..., G]``.
 
     A group of one, or one whose rewards are all equal, gets exactly zero advantage.
     """
-    loss_type = LossType(loss_type)
+    estimator = ESTIMATORS[Advantage(advantage)]
     rewards = rewards.to(torch.float32) if not rewards.is_floating_point() else rewards
-    group_size = rewards.shape[-1]
-    centred = rewards - rewards.mean(dim=-1, keepdim=True)
-    if loss_type is LossType.GRPO and group_size > 1:
-        centred = centred / (rewards.std(dim=-1, keepdim=True) + eps)
-    flat = (rewards.amax(dim=-1, keepdim=True) == rewards.amin(dim=-1, keepdim=True)) | (group_size < 2)
+    if rewards.shape[-1] < 2:
+        return torch.zeros_like(rewards)
+    centred = estimator(rewards, eps)
+    flat = rewards.amax(dim=-1, keepdim=True) == rewards.amin(dim=-1, keepdim=True)
     return torch.where(flat, torch.zeros_like(centred), centred)
 
 
 def advantages_by_group(
     rewards: Sequence[float],
     group_ids: Sequence[Hashable],
-    loss_type: LossType | str = LossType.DR_GRPO,
+    advantage: Advantage | str = Advantage.DR_GRPO,
     eps: float = 1e-4,
 ) -> Tensor:
     """Advantages for a flat batch whose groups may differ in size (a group loses members to infra errors)."""
@@ -102,7 +135,7 @@ def advantages_by_group(
         members.setdefault(group, []).append(index)
     for index in members.values():
         group_rewards = torch.tensor([rewards[i] for i in index], dtype=torch.float32)
-        out[index] = group_advantages(group_rewards, loss_type, eps)
+        out[index] = group_advantages(group_rewards, advantage, eps)
     return out
 
 
@@ -178,7 +211,7 @@ def policy_loss(
     *,
     ref_logprobs: Tensor | None = None,
     entropy: Tensor | None = None,
-    loss_type: LossType | str = LossType.DR_GRPO,
+    loss_norm: LossNorm | str = LossNorm.CONSTANT,
     clip_eps_low: float | None = 0.2,
     clip_eps_high: float | None = 0.2,
     kl_coef: float = 0.0,
@@ -198,7 +231,7 @@ def policy_loss(
     ``num_sequences`` is the size of the whole batch when this call sees one micro-batch of it, so
     that summed micro-batch losses equal the full-batch loss.
     """
-    loss_type = LossType(loss_type)
+    loss_norm = LossNorm(loss_norm)
     if logprobs.shape != behaviour_logprobs.shape or logprobs.shape != completion_mask.shape:
         raise ValueError(
             f"shape mismatch: logprobs {tuple(logprobs.shape)}, behaviour {tuple(behaviour_logprobs.shape)}, "
@@ -250,11 +283,8 @@ def policy_loss(
             per_token = per_token + kl_coef * kl
 
     n_seq = num_sequences if num_sequences is not None else logprobs.shape[0]
-    if loss_type is LossType.DR_GRPO:
-        constant = max_completion_tokens if max_completion_tokens is not None else logprobs.shape[-1]
-        loss = (per_token * mask).sum() / (constant * n_seq)
-    else:
-        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / n_seq
+    constant = max_completion_tokens if max_completion_tokens is not None else logprobs.shape[-1]
+    loss = NORMALISERS[loss_norm](per_token * mask, mask, constant).sum() / n_seq
 
     with torch.no_grad():
         tokens = float(mask.sum())

@@ -79,7 +79,7 @@ class RunParts:
         self.c = Counters()
         self.progress = Progress(self._report_phase)
         self.metrics = MetricsLog(self.run_dir / "metrics.jsonl", trackers=trackers)
-        episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.loss_type)
+        episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.advantage)
         self.publisher = PolicyPublisher(
             run_id=cfg.run_id,
             redis=redis,

@@ -47,7 +47,7 @@ def _candidate(t: Transition, advantage: float, kept: bool) -> dict[str, Any]:
     }
 
 
-def episode_records(result: RolloutResult, update: int, mode: GroupMode, loss_type: str) -> list[dict[str, Any]]:
+def episode_records(result: RolloutResult, update: int, mode: GroupMode, advantage: str) -> list[dict[str, Any]]:
     """The records of a job's episodes (none for a job that failed on infrastructure)."""
     from halo_trainer.learner.batching import advantages  # torch: the viewer in the API process reads records only
 
@@ -56,7 +56,7 @@ def episode_records(result: RolloutResult, update: int, mode: GroupMode, loss_ty
         groups[t.group_id].append(t)
     adv = {
         t.transition_id: a
-        for members, values in zip(groups.values(), advantages(list(groups.values()), mode, loss_type), strict=True)
+        for members, values in zip(groups.values(), advantages(list(groups.values()), mode, advantage), strict=True)
         for t, a in zip(members, values, strict=True)
     }
     records = []
@@ -101,8 +101,8 @@ def episode_records(result: RolloutResult, update: int, mode: GroupMode, loss_ty
 
 
 class EpisodeLog:
-    def __init__(self, path: Path, every: int, mode: GroupMode, loss_type: str) -> None:
-        self.path, self.every, self.mode, self.loss_type = Path(path), every, mode, loss_type
+    def __init__(self, path: Path, every: int, mode: GroupMode, advantage: str) -> None:
+        self.path, self.every, self.mode, self.advantage = Path(path), every, mode, advantage
         self.train_seen = 0
 
     def write(self, result: RolloutResult, update: int) -> list[dict[str, Any]]:
@@ -113,7 +113,7 @@ class EpisodeLog:
             self.train_seen += 1
             if not self.every or (self.train_seen - 1) % self.every:
                 return []
-        records = episode_records(result, update, self.mode, self.loss_type)
+        records = episode_records(result, update, self.mode, self.advantage)
         with self.path.open("a") as fh:
             for record in records:
                 fh.write(json.dumps(record) + "\n")
