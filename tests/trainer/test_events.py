@@ -84,3 +84,26 @@ async def test_a_long_run_stopped_while_watched_ends_its_stream_even_past_the_ev
     assert sum(k == "done" for k, _ in got) == 1
     await client.aclose()
     await redis.aclose()
+
+
+async def test_a_phase_change_is_stored_and_sent_as_a_small_phase_event(clean_redis, tmp_path):
+    """A run reports its phase several times an update: the stored status has it (GET /runs/<id>,
+    what `halo train` polls), and the event carries the phase alone, not a whole status."""
+    from halo.schemas import RunPhase
+
+    client, manager, redis = await app_client(clean_redis, tmp_path)
+    run = status("r-phase", RunState.RUNNING)
+    await manager.registry.save(run)
+    phase = RunPhase(kind="evaluating", label="evaluating v0", done=7, total=32, unit="episodes", started_at=1.0)
+    run.phase = phase
+    await manager.registry.save(run, phase_only=True)
+    assert (await client.get("/runs/r-phase")).json()["phase"] == phase.model_dump(mode="json")
+    run.state, run.phase = RunState.FINISHED, None
+    await manager.registry.save(run, done=True)
+    stored = [json.loads(e) for e in await manager.registry.events("r-phase", 0)]
+    assert [e["kind"] for e in stored] == ["status", "phase", "status", "done"]
+    assert stored[1]["data"] == phase.model_dump(mode="json")  # the phase alone: no metrics, no spec
+    response = await asyncio.wait_for(client.get("/runs/r-phase/events"), CLOSE_S)
+    assert [k for k, _ in events_of(response.text)] == ["status", "phase", "status", "done"]
+    await client.aclose()
+    await redis.aclose()

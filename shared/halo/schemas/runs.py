@@ -119,5 +119,5 @@ class RunEvent(Message):
     """One server-sent event of ``GET /runs/{id}/events``."""
 
     run_id: str
-    kind: Literal["status", "metrics", "log", "done"]
+    kind: Literal["status", "phase", "metrics", "log", "done"]  # phase: RunStatus.phase alone
     data: dict[str, Any]

@@ -86,16 +86,18 @@ class RunRegistry:
     def __init__(self, redis: aioredis.Redis, runs_dir: Path) -> None:
         self.redis, self.runs_dir = redis, Path(runs_dir)
 
-    async def save(self, status: RunStatus, *, done: bool = False) -> None:
+    async def save(self, status: RunStatus, *, done: bool = False, phase_only: bool = False) -> None:
         """``done``: the run's end; its ``done`` event goes in the same transaction, so a watcher
-        never sees the final status without it."""
+        never sees the final status without it. ``phase_only``: only ``status.phase`` changed, and
+        the event carries the phase alone: a run reports its phase several times an update, and the
+        event log (500 kept) is what every watching viewer reads back each second."""
         status.updated_at = time.time()
         data = status.model_dump_json()
+        kind, payload = ("phase", json.loads(data)["phase"] or {}) if phase_only else ("status", json.loads(data))
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(keys.RUNS, status.run_id, data)
             pipe.rpush(
-                keys.events(status.run_id),
-                RunEvent(run_id=status.run_id, kind="status", data=json.loads(data)).model_dump_json(),
+                keys.events(status.run_id), RunEvent(run_id=status.run_id, kind=kind, data=payload).model_dump_json()
             )
             if done:
                 end = RunEvent(run_id=status.run_id, kind="done", data={"state": status.state.value})
@@ -357,7 +359,7 @@ class RunManager:
 
         async def report_phase(phase: RunPhase) -> None:
             status.phase = phase
-            await self.registry.save(status)
+            await self.registry.save(status, phase_only=True)
 
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None

@@ -158,11 +158,19 @@ async function runPage(runId) {
   await refresh();
   window.haloViewer.ready = true;
   if (info.live && !["finished", "stopped", "failed"].includes(run.state)) {
-    // Live: the run API's server-sent events say when the run's status moved. A new phase or a
-    // phase's count only rewrites the phase line; the page is fetched again when an update, the
+    // Live: the run API's server-sent events say when the run's status moved. A `phase` event (the
+    // phase alone) only rewrites the phase line; the page is fetched again when an update, the
     // episode count or the state changed (a run reports its phase far more often than it updates).
     let seen = null;
     events = new EventSource(`/runs/${encodeURIComponent(runId)}/events`);
+    events.addEventListener("phase", (message) => {
+      try {
+        const data = JSON.parse(message.data).data;
+        phase.textContent = data && data.label ? phaseText(data) : "";
+      } catch (error) {
+        phase.textContent = "";
+      }
+    });
     events.addEventListener("status", (message) => {
       let status = null;
       try {
