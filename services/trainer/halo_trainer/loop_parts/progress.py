@@ -3,7 +3,7 @@
 The loop says where it is (``enter``), counts the phase's work (``advance``) and says why it is slow
 when it knows (``note``: vLLM not ready, a job reclaimed); the places that wait (the pipeline's
 receive loops) call ``tick`` each time round, which reports at most once per ``min_interval_s``. A
-phase change is reported at once. Reports are throttled because each one is a status event: the
+phase change is reported at once. Reports are throttled because each one is an event of the run: the
 viewer listens to them, and one per received episode would be noise.
 """
 
