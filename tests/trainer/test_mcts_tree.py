@@ -276,15 +276,35 @@ def test_an_unvisited_terminal_child_is_valued_by_its_known_outcome() -> None:
     near_miss = child(tree, 0, 1, 0.9, terminal=True, success=False)
     success = child(tree, 0, 2, 0.3, terminal=True, success=True)
     open_child = child(tree, 0, 3, 0.2)  # not terminal: nothing known yet, the critic alone
-    assert tree.node(success).q == pytest.approx(0.5 * 1.0 + 0.5 * 0.3)
-    assert tree.node(near_miss).q == pytest.approx(0.5 * 0.0 + 0.5 * 0.9)
+    # A terminal child's value is its outcome alone: the critic does not enter it (issue 47).
+    assert tree.node(success).q == 1.0
+    assert tree.node(near_miss).q == 0.0
     assert tree.node(open_child).q == pytest.approx(0.2)
     assert all(tree.node(i).q_mcts is None and tree.node(i).visits == 0 for i in (near_miss, success, open_child))
     tree.backup(near_miss, 0.0)
     pairs = [(p.chosen, p.rejected) for p in tree.preference_pairs(0.1)]
     assert (success, near_miss) in pairs and all(rejected != success for _, rejected in pairs)
     tree.backup(success, 1.0)  # the first visit backs up the same value: q does not move
-    assert tree.node(success).q_mcts == 1.0 and tree.node(success).q == pytest.approx(0.65)
+    assert tree.node(success).q_mcts == 1.0 and tree.node(success).q == 1.0
+    tree.set_critic(success, 0.0)  # a ranking critic ranking it again changes nothing either
+    assert tree.node(success).q == 1.0
+
+
+def test_a_premature_submit_is_no_preferred_action() -> None:
+    """Issue 47, defect 2: on local.playground-11 the Playground pays `submitted` (0.3) on any Submit,
+    so the progress critic scores a failed Submit 0.3; mixed into its value (0.5 x 0 + 0.5 x 0.3 =
+    0.15) it tied the first milestone and was the chosen action against every sibling without
+    progress. A terminal node's value is its outcome: the failed Submit is worth 0."""
+    tree = new_tree(alpha=0.5)
+    submit = child(tree, 0, 1, 0.3, terminal=True, success=False)  # paid `submitted`, ended, failed
+    idle = [child(tree, 0, x, 0.0) for x in (2, 3)]  # clicks that changed nothing, rolled out, failed
+    checked = child(tree, 0, 4, 0.3)  # checked the SMS box (paid `boxes_checked`), rolled out, failed
+    for i in (submit, *idle, checked):
+        tree.backup(i, 0.0)
+    assert tree.node(submit).q == 0.0 and tree.node(checked).q == pytest.approx(0.15)
+    pairs = [(p.chosen, p.rejected) for p in tree.preference_pairs(0.1)]
+    assert all(chosen != submit for chosen, _ in pairs), "a failed Submit is never the chosen action"
+    assert (checked, submit) in pairs and all((checked, i) in pairs for i in idle)
 
 
 def test_best_path_follows_visits_then_composite_q() -> None:

@@ -19,10 +19,12 @@ search driver does, and calls these in the order of a simulation:
 
 The composite value is ``q = alpha * q_mcts + (1 - alpha) * q_critic``. An unvisited node has no
 ``q_mcts``; its ``q`` is the critic's score alone, so the critic orders children nobody has tried
-yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice), except a terminal
-child, whose outcome is known when it is created: its ``q`` takes its success (1/0) in place of
-``q_mcts``. After the search, at each explored node, two explored children (visited, or
-terminal) whose ``q`` differ by at least ``theta`` give a preference pair (``preference_pairs``),
+yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice). A terminal node is the
+exception: the episode ended there with the task's verdict, so its value is known and is that
+outcome alone, 1 or 0 (its backed-up ``q_mcts`` once visited), never mixed with the critic: a
+critic that scores a failed Submit for the milestone its click paid must not make the failure worth
+as much as a sibling's real progress (issue 47). After the search, at each explored node, two
+explored children (visited, or terminal) whose ``q`` differ by at least ``theta`` give a preference pair (``preference_pairs``),
 and ``best_path`` follows the most visited children. The search found a success
 (``success_found``) when a node on the tree ended the task with success or a backed-up success
 value was above 0 (a rollout that succeeded is not a node).
@@ -249,20 +251,28 @@ class Tree:
         time one is added); its composite follows."""
         node = self.node(node_id)
         node.q_critic = q_critic
-        if node.q_mcts is None:
-            node.q = self._first_q(node.terminal, node.success, q_critic)
-        else:
-            node.q = composite_q(node.q_mcts, q_critic, self.record.alpha)
+        node.q = self._q(node)
 
     def _first_q(self, terminal: bool, success: bool | None, q_critic: float | None) -> float:
         """The composite of a child nobody has visited. A terminal child's outcome is already known
-        (the episode ended there with the task's verdict), so its composite takes that outcome as its
-        search value; otherwise an unvisited success ranks by the critic alone, below a failed click
-        the critic liked that happened to be visited, and becomes the rejected action of a pair.
-        ``q_mcts`` stays None (no return was backed up); the first visit sets it to the backed-up value."""
+        (the episode ended there with the task's verdict), so its value is that outcome, 1 or 0, and
+        the critic does not enter it; otherwise an unvisited success would rank by the critic alone,
+        below a failed click the critic liked that happened to be visited, and become the rejected
+        action of a pair, and a failed Submit the critic scores for its `submitted` milestone (0.5 x 0
+        + 0.5 x 0.3) would tie real progress and be the chosen action against every sibling without
+        it. ``q_mcts`` stays None (no return was backed up); the first visit sets it."""
         if terminal:
-            return composite_q(float(bool(success)), q_critic, self.record.alpha)
+            return float(bool(success))
         return composite_q(None, q_critic, self.record.alpha)
+
+    def _q(self, node: TreeNode) -> float:
+        """A node's composite value: a terminal node's is its outcome (its backed-up value once
+        visited), any other's ``alpha * q_mcts + (1 - alpha) * q_critic``."""
+        if node.q_mcts is None:
+            return self._first_q(node.terminal, node.success, node.q_critic)
+        if node.terminal:
+            return node.q_mcts
+        return composite_q(node.q_mcts, node.q_critic, self.record.alpha)
 
     # --- backup --------------------------------------------------------------------------------
 
@@ -274,7 +284,6 @@ class Tree:
         that node down."""
         if value > 0:
             self.successful_backups += 1
-        alpha = self.record.alpha
         ret = value + (rollout_return if dense_return else 0.0)
         for i in reversed(self.path(node_id)):
             node = self.record.nodes[i]
@@ -282,7 +291,7 @@ class Tree:
                 ret += node.reward
             node.visits += 1
             node.q_mcts = ret if node.q_mcts is None else node.q_mcts + (ret - node.q_mcts) / node.visits
-            node.q = composite_q(node.q_mcts, node.q_critic, alpha)
+            node.q = self._q(node)
         self.record.simulations += 1
 
     # --- results -------------------------------------------------------------------------------
