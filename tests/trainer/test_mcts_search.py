@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from halo.actions import canonical_action
 from halo.schemas import Action, ResetResponse, Snapshot, ValidationResult
 from halo_trainer.mcts.search import check_critic, search
 from halo_trainer.mcts.settings import MCTSConfig
@@ -278,6 +279,42 @@ async def test_a_reentry_that_shows_another_screen_is_refused(tmp_path, widening
     assert result.metrics()["reentry_mismatches"] == 1.0
 
 
+class DriftingInnerEnv(SnapshotEnv):
+    """Restores of one inner node's state (after ``click(100)``, the root's first child) come back
+    one action further: that node is refused when re-entered; the root and every other node re-enter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drifted = 0
+
+    async def restore(self, snapshot: Snapshot) -> ResetResponse:
+        if snapshot.storage_state["actions"] == [click(100).short()]:
+            self.drifted += 1
+            state = {**snapshot.storage_state, "actions": [click(100).short(), "drifted"]}
+            snapshot = snapshot.model_copy(update={"storage_state": state})
+        return await super().restore(snapshot)
+
+
+@pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
+async def test_a_refused_inner_leaf_is_closed_and_the_search_spends_its_budget(tmp_path, widening):
+    """Issue 47, defect 1: a leaf whose re-entry was refused was selected again and again, each time
+    refused at once, until the simulation cap: the search returned with its budget unspent (seeds 9,
+    15 and 17 of the one-action-rollout comparison spent 31, 21 and 23 of 48 env steps)."""
+    env = DriftingInnerEnv()
+    result = await search(
+        services(env=env, policy=PolicyStandIn(distinct_clicks)),
+        job_for(),
+        cfg(simulations=60, widening=widening, max_children=4, max_depth=3, env_step_budget=20),
+        tmp_path,
+    )
+    tree = result.tree
+    refused = tree.root.children[canonical_action(click(100))]
+    assert result.reentry_mismatches == 1 and env.drifted == 1  # refused once, never re-entered again
+    assert tree.node(refused).children == {}  # nothing searched from the wrong state
+    assert tree.record.env_steps == len(env.steps) == 20, "the budget is spent elsewhere"
+    assert env.sessions == {}
+
+
 def test_the_openai_critic_without_a_key_is_a_clear_configuration_error(monkeypatch):
     monkeypatch.delenv("HALO_TEST_CRITIC_KEY", raising=False)
     check_critic(cfg())
@@ -406,6 +443,32 @@ async def test_sampled_episodes_stay_within_the_search_budget():
     assert out == {"success": False, "episodes": 4, "env_steps": 0}
 
 
+@pytest.mark.parametrize(
+    "env_class, widening, rollout_depth",
+    [
+        (SnapshotEnv, 0.5, None),
+        (SnapshotEnv, 0.0, None),
+        (DriftingInnerEnv, 0.5, 1),  # the one-action-rollout comparison's settings, a refused inner leaf
+        (DriftingInnerEnv, 0.0, None),
+    ],
+)
+async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path, env_class, widening, rollout_depth):
+    """Issue 47: the search-versus-sampling comparison is fair only if both arms spend E env steps
+    (a success may end an arm early). The script's row for one (task, seed), E = 48, K = 8, depth 6."""
+    settings = cfg(
+        simulations=10_000,
+        env_step_budget=48,
+        max_children=8,
+        max_depth=6,
+        widening=widening,
+        rollout_depth=rollout_depth,
+    )
+    policy = PolicyStandIn(distinct_clicks)
+    row = await _script().measure(services(env=env_class(), policy=policy), job_for(), settings, tmp_path, 200)
+    assert row["mcts_success"] or row["env_steps"] == 48
+    assert row["sampled_success"] or row["sampled_env_steps"] == row["env_steps"]
+
+
 async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
     result = await search(
         services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks)),
@@ -418,7 +481,7 @@ async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
 
 async def test_a_node_whose_tried_actions_all_ended_the_episode_widens_at_once(tmp_path):
     """A one-action task (max_depth 1: every action ends the episode), so a visit to a tried child adds
-    nothing; the root takes a new action every simulation until K instead of backing up known values."""
+    nothing; the root takes a new action every simulation instead of backing up known values."""
     env = SnapshotEnv()
     policy = PolicyStandIn(lambda n, i: [click(100 * (k + 1)) for k in range(n)])
     result = await search(
@@ -427,6 +490,47 @@ async def test_a_node_whose_tried_actions_all_ended_the_episode_widens_at_once(t
     tree = result.tree
     assert len(tree.root.children) == 3 and all(ch.terminal for ch in tree.children(0))
     assert tree.record.env_steps == len(env.steps) == 3 and env.sessions == {}
+
+
+@pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
+async def test_a_node_whose_k_children_all_ended_asks_for_more_and_spends_the_budget(tmp_path, widening):
+    """Issue 47, defect 3: K = max_children bounded a node's children, so once a one-action task's
+    root held K terminal children the search only backed up their known values, simulation after
+    simulation, without an env step: a one-action search was best-of-K. K bounds the proposals of one
+    request: a node whose children all ended asks the policy for K more."""
+    env = SnapshotEnv()
+    # every request proposes 4 actions not proposed before
+    policy = PolicyStandIn(lambda n, i: [click(10 * i + k + 1) for k in range(n)])
+    result = await search(
+        services(env=env, policy=policy),
+        job_for(),
+        cfg(simulations=40, widening=widening, max_children=4, max_depth=1, env_step_budget=10),
+        tmp_path,
+    )
+    tree = result.tree
+    assert all(ch.terminal for ch in tree.children(0)) and len(tree.root.children) == 10
+    assert tree.record.env_steps == len(env.steps) == 10
+    assert all(r["n"] == 4 for r in policy.requests)  # K proposals per request
+    assert env.sessions == {}
+
+
+@pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
+async def test_a_search_with_nothing_new_to_try_ends_instead_of_spinning(tmp_path, widening):
+    """The policy proposes the same 3 actions every time and each ends the episode: once they are
+    tried and a request brings nothing new, nothing is left to learn, and the search ends there
+    rather than backing up known values until the simulation cap."""
+    env = SnapshotEnv()
+    policy = PolicyStandIn(lambda n, i: [click(100 * (k % 3 + 1)) for k in range(n)])
+    result = await search(
+        services(env=env, policy=policy),
+        job_for(),
+        cfg(simulations=200, widening=widening, max_children=4, max_depth=1, env_step_budget=50),
+        tmp_path,
+    )
+    tree = result.tree
+    assert len(tree.root.children) == 3 and tree.record.env_steps == len(env.steps) == 3
+    assert tree.record.simulations <= 3 + 1, "no backups of known values without an env step"
+    assert env.sessions == {}
 
 
 # --- rollout depth -----------------------------------------------------------------------------

@@ -238,7 +238,8 @@ KNOBS: tuple[Knob, ...] = (
          "UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002)",
          seeds=1.414, seeds_flag="--ucb_constant"),
     Knob("max_children", "mcts", _int(2, 32), 5,
-         "Distinct candidate actions per expanded node (K, one vLLM request); Agent Q, ExACT and Koh et al. "
+         "Candidate actions proposed per request at a node (K, one vLLM request); a node whose proposals are all "
+         "tried asks for K more, so K bounds a request, not a node's children; Agent Q, ExACT and Koh et al. "
          "branch 5 ways",
          "actions", seeds=5),
     Knob("max_depth", "mcts", _int(1, 200), 15,
@@ -247,8 +248,8 @@ KNOBS: tuple[Knob, ...] = (
          "actions"),
     Knob("widening", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
          "Progressive widening: a node holds at most ceil((n + 1) ** widening) children after n visits "
-         "(capped at max_children), and each visit that widens executes one more of its proposed actions "
-         "(the policy's most proposed first); 0 executes all K at the first expansion (best-of-K per node)"),
+         "(at once when every child ended the episode), and each visit that widens executes one more of its proposed"
+         " actions (the policy's most proposed first); 0 executes all K at the first expansion (best-of-K per node)"),
     Knob("env_step_budget", "mcts", _int(0, 1_000_000), 0,
          "Env steps a search may take (expansions and rollouts); it stops at the first simulation that "
          "would start past it and cuts a rollout there; 0 = only simulations bound it",

@@ -7,23 +7,37 @@ screen is refused (closed, counted in ``reentry_mismatches``, the node never re-
 the simulation ends there without a value. The search, with progressive widening (``widening`` w > 0)::
 
     root = reset(task, seed); snapshot it; close the session
-    repeat `simulations` times, while the env steps taken are below `env_step_budget` (if set):
-        leaf = tree.select_leaf(widen)                 # UCB1 on the composite Q; stop at a node that
-                                                       # may take one more child: ceil((n+1)^w) > children
+    repeat `simulations` times, while the env steps taken are below `env_step_budget` (if set)
+    and the root is not closed:
+        leaf = tree.select_leaf(widen, closed)         # UCB1 on the composite Q, never into a closed
+                                                       # node; stop at a node that may take one more
+                                                       # child: ceil((n+1)^w) > children, or at once
+                                                       # when its children all ended or are closed
         if the leaf is terminal: back up its success; next
         s0 = restore(leaf)                             # one exact copy of the leaf's state
         if the leaf has no proposals left: K candidates = policy.sample(s0, n=max_children)
-                                                       # one vLLM request; merged by canonical action
+                                                       # one vLLM request; merged by canonical action,
+                                                       # those already tried dropped; none new: the
+                                                       # node is saturated (takes no more children)
         execute the most proposed untried action in s0; reward it; snapshot the child
         the critic scores the leaf's tried actions (all of them: a ranking is relative); tree.add_child
         success, rewards = rollout from the child with the current policy to a terminal state,
                            max_depth, rollout_depth actions or the budget (the task's validated
                            success, 1/0, and the rewards; rollout_depth 0: the child's verdict)
         tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
+        a refused or saturated node is closed when nothing is left below it (each child ended or is
+        closed), and so are the ancestors this leaves the same: the next simulation goes elsewhere
     tree.save(<run>/trees)
 
+K (``max_children``) bounds the proposals of one request, not the children of a node: a node whose
+proposals are all tried asks for K more when it widens again. So no simulation is spent selecting a
+leaf that cannot be entered or backing up values already known while the budget has steps left: a
+search returns with its budget unspent only when the root is closed (nothing new anywhere) or the
+simulations ran out.
+
 With ``widening`` 0 the first visit of a leaf executes all its distinct candidates at once, each in
-its own fork of s0, and the rollout starts from the critic's favourite: every node is a best-of-K.
+its own fork of s0, and the rollout starts from the critic's favourite: every node is a best-of-K,
+and a node whose children all ended (or are closed) is expanded again with K new proposals.
 
 Sampling, executing and scoring one action are the rollout code's (``halo_trainer.rollout.play``), so
 a search's requests are a GRPO episode's: the same prompts, seeds per step, reward requests and
@@ -91,6 +105,8 @@ class _Search:
         self.tried: dict[int, list[tuple[int, Branch]]] = {}
         self.saturated: set[int] = set()  # the policy proposed nothing new there
         self.refused: set[int] = set()  # a re-entry showed another screen: never re-entered again
+        # Nodes selection never enters again: nothing more can be learnt below them (``settle``).
+        self.closed: set[int] = set()
 
     def steps_left(self) -> int | None:
         """Env steps the budget still allows; None without a budget."""
@@ -98,19 +114,46 @@ class _Search:
             return None
         return max(self.cfg.env_step_budget - self.tree.record.env_steps, 0)
 
-    def can_widen(self, node: TreeNode) -> bool:
-        """Whether ``node`` may take one more child now: ceil((n + 1) ** w) after n visits, at most K;
-        at once when every child it has ended the episode."""
-        if node.terminal or node.state_ref is None or node.id in self.saturated or node.id in self.refused:
-            return False
-        if len(node.children) >= self.cfg.max_children:
-            return False
+    def expandable(self, node: TreeNode) -> bool:
+        """Whether ``node`` can ever take another child: a state to re-enter, one that was not
+        refused, and a policy that last proposed something new there."""
+        return not (node.terminal or node.state_ref is None or node.id in self.saturated or node.id in self.refused)
+
+    def spent(self, node: TreeNode) -> bool:
+        """Whether ``node`` has children and every one of them ended the episode or is closed: visiting
+        them again backs up nothing new, only a new action adds information (a one-action task's root)."""
         tried = self.tree.children(node.id)
-        if tried and all(child.terminal for child in tried):
-            # Every action tried here ended the episode: their values are known, so visiting them again
-            # backs up nothing new; only a new action adds information (a one-action task's root).
+        return bool(tried) and all(child.terminal or child.id in self.closed for child in tried)
+
+    def can_widen(self, node: TreeNode) -> bool:
+        """Whether ``node`` may take one more child now: ceil((n + 1) ** w) after n visits; at once
+        when its children are spent (``spent``). K bounds the proposals of one request, not the
+        children of a node: when a node's proposals are all tried it asks for K more."""
+        if not self.expandable(node):
+            return False
+        if self.spent(node):
             return True
         return len(node.children) < math.ceil((node.visits + 1) ** self.cfg.widening)
+
+    def can_grow(self, node: TreeNode) -> bool:
+        """Without widening: whether an expanded node takes K more proposals, because its children
+        are spent (``spent``); a node never expanded is a leaf anyway."""
+        return self.expandable(node) and self.spent(node)
+
+    def settle(self, node_id: int | None) -> None:
+        """Close ``node_id`` if nothing more can be learnt there (it cannot take another child, and
+        each child ended the episode or is closed), then its ancestors that this leaves in the same
+        case. Selection never enters a closed node, so a refused leaf or a saturated node whose
+        children all ended is not selected again and again without an env step; a closed root
+        ends the search."""
+        while node_id is not None and node_id not in self.closed:
+            node = self.tree.node(node_id)
+            if node.terminal or self.expandable(node):
+                return
+            if any(not ch.terminal and ch.id not in self.closed for ch in self.tree.children(node_id)):
+                return
+            self.closed.add(node_id)
+            node_id = node.parent
 
     async def close(self, session_id: str) -> None:
         self.opened.discard(session_id)
@@ -188,7 +231,11 @@ class _Search:
             self.svc, self.job, obs, list(node.history), self.cfg.max_children, node.depth, episode=sim
         )
         node.prompt_token_ids = list(prompt.prompt_token_ids)
-        new = tree.new_candidates(leaf, candidates, self.cfg.max_children)
+        new = tree.new_candidates(leaf, candidates)
+        if not new:  # the policy proposed nothing new here
+            self.saturated.add(leaf)
+            await self.close(obs.session_id)
+            return {}
         if (left := self.steps_left()) is not None:  # execute no more actions than the budget allows
             kept, steps = [], 0
             for cand, count in new:
@@ -262,7 +309,7 @@ class _Search:
                 self.svc, self.job, obs, list(node.history), self.cfg.max_children, node.depth, episode=sim
             )
             node.prompt_token_ids = list(prompt.prompt_token_ids)
-            fresh = tree.new_candidates(leaf, candidates, self.cfg.max_children)
+            fresh = tree.new_candidates(leaf, candidates)
             # The policy's own preference first: the action most of its K samples proposed.
             fresh.sort(key=lambda cand_count: -cand_count[1])
             self.pending[leaf] = [(cand, count, version) for cand, count in fresh]
@@ -413,10 +460,17 @@ async def search(
                 raise RunStopped(f"search {job.job_id} abandoned at simulation {sim}: run {job.run_id} was stopped")
             if s.steps_left() == 0:
                 break
-            leaf = tree.select_leaf(s.can_widen if cfg.widening > 0 else None)
-            if tree.node(leaf).terminal:
-                tree.backup(leaf, float(bool(tree.node(leaf).success)), cfg.dense_return)
+            if 0 in s.closed:
+                break  # nothing left to try anywhere: every path ended or cannot be re-entered
+            leaf = tree.select_leaf(s.can_widen if cfg.widening > 0 else s.can_grow, s.closed)
+            node = tree.node(leaf)
+            if node.terminal:
+                tree.backup(leaf, float(bool(node.success)), cfg.dense_return)
                 continue
+            if not s.expandable(node):  # its children are closed and it takes no more
+                s.settle(leaf)
+                continue
+            child = None
             try:
                 if cfg.widening > 0:
                     added = await s.widen(leaf, sim)
@@ -426,15 +480,21 @@ async def search(
                 else:
                     live = await s.expand(leaf, sim)
                     if not live:
-                        continue  # every candidate failed on the infrastructure
-                    child = tree.select_child(leaf)  # all unvisited: the critic's favourite
+                        continue  # nothing new proposed, or every candidate failed on the infrastructure
+                    # the new children, all unvisited: the critic's favourite (ties: the first added)
+                    child = max(live, key=lambda i: tree.node(i).q)
                     for other, session in live.items():
                         if other != child and session is not None:
                             await s.close(session[0])
                     live_child = live[child]
                 value = await s.rollout(child, live_child, sim)
             except ReentryRefused:
-                continue  # counted; that node is not searched from again
+                continue  # counted; that node is not searched from again (closed below)
+            finally:
+                # A refused or saturated node is closed when nothing else is left below it, so the
+                # next simulation goes elsewhere and spends the budget instead of stalling here.
+                s.settle(child)
+                s.settle(leaf)
             if value is not None:
                 success, rewards = value
                 tree.backup(child, success, cfg.dense_return, rewards)

@@ -7,11 +7,12 @@ search driver does, and calls these in the order of a simulation:
 1. ``select_leaf``: from the root, repeatedly take the child maximising UCB1 on the composite Q,
    ``q(s,a) + c * sqrt(ln N(s) / (1 + n(s,a)))``, until a node with no children (or a terminal one).
 2. expansion: sample K actions there; ``new_candidates`` merges those with the same canonical action
-   (``halo.actions.canonical_action``) and keeps ``max_children``. With progressive widening (the
-   driver's default) one of them is executed per visit and a node may hold ``ceil((n + 1) ** w)``
-   children after n visits, so ``select_leaf`` also stops at a node that may take one more; without
-   it all are executed at once, each in a fork. Each is scored by the critic and recorded with
-   ``add_child``.
+   (``halo.actions.canonical_action``) and drops those already tried (K bounds one request's
+   proposals, not a node's children). With progressive widening (the driver's default) one of them
+   is executed per visit and a node may hold ``ceil((n + 1) ** w)`` children after n visits, so
+   ``select_leaf`` also stops at a node that may take one more; without it all are executed at
+   once, each in a fork. Each is scored by the critic and recorded with ``add_child``. Selection
+   never enters a node the driver closed (``closed``: nothing more can be learnt below it).
 3. a rollout from one new child with the current policy (the driver's), giving the task's success
    (1/0) and the rollout's rewards.
 4. ``backup``: every node on the path from that child to the root takes the value into its running
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -154,27 +155,36 @@ class Tree:
 
     # --- selection -----------------------------------------------------------------------------
 
-    def select_child(self, node_id: int) -> int:
-        """The child maximising UCB1 on the composite Q; ties go to the child added first."""
+    def select_child(self, node_id: int, closed: Container[int] = ()) -> int:
+        """The child maximising UCB1 on the composite Q, among those not in ``closed``; ties go to
+        the child added first."""
         parent = self.node(node_id)
-        if not parent.children:
+        options = [ch for ch in self.children(node_id) if ch.id not in closed]
+        if not options:
             raise ValueError(f"node {node_id} has no children to select from")
         c = self.record.ucb_c
-        return max(self.children(node_id), key=lambda ch: ucb1(ch.q, parent.visits, ch.visits, c)).id
+        return max(options, key=lambda ch: ucb1(ch.q, parent.visits, ch.visits, c)).id
 
-    def select_leaf(self, widen: Callable[[TreeNode], bool] | None = None) -> int:
+    def select_leaf(self, widen: Callable[[TreeNode], bool] | None = None, closed: Container[int] = ()) -> int:
         """Descend from the root by ``select_child`` to a node with no children, or a terminal one;
-        with ``widen``, stop too at a node that may take one more child (progressive widening)."""
+        with ``widen``, stop too at a node that may take one more child (progressive widening).
+        Children in ``closed`` are never entered; a node all of whose children are is returned."""
         node = self.root
         while node.children and not node.terminal and not (widen is not None and widen(node)):
-            node = self.node(self.select_child(node.id))
+            if all(i in closed for i in node.children.values()):
+                break
+            node = self.node(self.select_child(node.id, closed))
         return node.id
 
     # --- expansion -----------------------------------------------------------------------------
 
-    def new_candidates(self, node_id: int, candidates: Sequence[P], max_children: int) -> list[tuple[P, int]]:
+    def new_candidates(
+        self, node_id: int, candidates: Sequence[P], max_children: int | None = None
+    ) -> list[tuple[P, int]]:
         """The distinct actions among ``candidates`` that are not yet children, each with how many
-        candidates proposed it, in sampling order, so that the node has at most ``max_children``."""
+        candidates proposed it, in sampling order; with ``max_children``, only so many that the node
+        has at most that many (the search passes none: K bounds a request's proposals, not a node's
+        children)."""
         existing = self.node(node_id).children
         firsts: dict[str, P] = {}
         counts: dict[str, int] = {}
@@ -184,8 +194,10 @@ class Tree:
                 continue
             firsts.setdefault(key, cand)
             counts[key] = counts.get(key, 0) + 1
-        room = max(max_children - len(existing), 0)
-        return [(firsts[key], counts[key]) for key in list(firsts)[:room]]
+        keys = list(firsts)
+        if max_children is not None:
+            keys = keys[: max(max_children - len(existing), 0)]
+        return [(firsts[key], counts[key]) for key in keys]
 
     def add_child(
         self,
