@@ -37,12 +37,12 @@ COMPOSE = HALO_ENV_FILE=$(abspath $(ENV_FILE)) bash scripts/compose_cpu.sh
 UP_TIMEOUT_S ?= 1800
 else
 # The v2 plugin on GPU boxes, Debian's docker-compose 1.29 (v1) elsewhere; both take these flags.
-COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo docker compose || echo docker-compose)$(if $(filter-out .env,$(ENV_FILE)), --env-file $(ENV_FILE))
+COMPOSE = HALO_ENV_FILE=$(abspath $(ENV_FILE)) $(shell docker compose version >/dev/null 2>&1 && echo docker compose || echo docker-compose)$(if $(filter-out .env,$(ENV_FILE)), --env-file $(ENV_FILE))
 UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model images gpu-base train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -63,7 +63,18 @@ compose-env:      # .env: a random trainer token (once) and HALO_STACK, the stac
 	fi
 	@$(if $(filter compose-cpu,$(COMPOSE_STACK)),docker image inspect $${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest} >/dev/null 2>&1 || { echo "error: no $${HALO_CPU_BASE_IMAGE:-halo-cpu-base:latest} image; make compose-test builds it (docs/compose.md)" >&2; exit 1; })
 
-model: compose-env  ## download HALO_MODEL into the Compose stack's Hugging Face cache (the one-shot `model` service; make up runs it too)
+# The GPU images build FROM halo-gpu-base (Dockerfile.gpu-base: exactly requirements/gpu-lock.txt); the
+# CPU target's FROM halo-cpu-base (make compose-test builds it). Docker's layer cache makes a rebuild of
+# an unchanged checkout take seconds, so every `make up` builds: a `git pull` never leaves old images running.
+GPU_BASE_IMAGE ?= halo-gpu-base:latest
+DEBIAN_IMAGE ?= debian:bookworm-slim
+gpu-base:         ## the GPU images' base: Debian, Python 3.11, requirements/gpu-lock.txt (torch and vLLM CUDA builds)
+	docker build -f Dockerfile.gpu-base -t $(GPU_BASE_IMAGE) --build-arg DEBIAN_IMAGE=$(DEBIAN_IMAGE) .
+
+images: compose-env $(if $(filter compose,$(COMPOSE_STACK)),gpu-base)  ## build the stack's images from this checkout (make up and make model do it first)
+	$(COMPOSE) build
+
+model: images     ## download HALO_MODEL into the Compose stack's Hugging Face cache (the one-shot `model` service; make up runs it too)
 	$(COMPOSE) run --rm model
 
 up: model         ## the whole Compose stack, waiting for every healthcheck (writes a trainer token and HALO_STACK to .env)

@@ -63,15 +63,19 @@ def compose_command() -> list[str]:
     pytest.fail("neither `docker compose` nor `docker-compose` is installed (scripts/setup.sh installs one)")
 
 
-def render(tmp: Path, *files: Path, variables: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`config` of the given files with exactly ``variables`` (plus PATH/HOME) and an empty env file."""
+def render(
+    tmp: Path, *files: Path, variables: Mapping[str, str] | None = None, env_text: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`config` of the given files with exactly ``variables`` (plus PATH/HOME) and an env file holding
+    ``env_text`` (empty by default), which is also the file the trainer's ``env_file`` reads."""
     env_file = tmp / "compose.env"
-    env_file.write_text("")  # keeps the repository's .env out: only `variables` reach the file
+    env_file.write_text(env_text)  # keeps the repository's .env out: only `variables` reach the file
+    variables = {"HALO_ENV_FILE": str(env_file), **(variables or {})}
     args = [*compose_command(), "--project-directory", str(ROOT), "--env-file", str(env_file)]
     for f in files or (ROOT / "docker-compose.yml",):
         args += ["-f", str(f)]
     base = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
-    return subprocess.run([*args, "config"], cwd=tmp, env={**base, **(variables or {})}, capture_output=True, text=True)
+    return subprocess.run([*args, "config"], cwd=tmp, env={**base, **variables}, capture_output=True, text=True)
 
 
 def load(tmp: Path, *files: Path, variables: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -701,3 +705,18 @@ def test_teardown_sh_is_make_down(tmp_path: Path):
     assert result.returncode == 0 and calls == ["down STACK=compose-cpu VOLUMES=1"]
     bad, _ = _script(tmp_path, "teardown.sh", "--force")
     assert bad.returncode == 2 and "unknown argument '--force'" in bad.stderr and "Usage: ./teardown.sh" in bad.stderr
+
+
+def test_every_trainer_setting_of_the_env_file_reaches_the_trainer(tmp_path: Path):
+    """The settings the memory plan's refusal names, set in the stack's env file, reach the trainer's
+    container and its settings; the stack's own wiring still wins over the file."""
+    text = (
+        "HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=2\nHALO_TRAINER_LEARNER__GRADIENT_CHECKPOINTING=true\n"
+        "HALO_TRAINER_DTYPE=float32\nHALO_TRAINER_MEMORY_CHECK=false\nHALO_TRAINER_ENV_URL=http://elsewhere:1\n"
+    )
+    result = render(tmp_path, variables={"HALO_TRAINER_API_TOKEN": TOKEN}, env_text=text)
+    assert result.returncode == 0, result.stderr
+    _, trainer = Stack(yaml.safe_load(result.stdout)).by_type(TrainerSettings)
+    assert (trainer.learner.micro_batch_size, trainer.learner.gradient_checkpointing) == (2, True)
+    assert (trainer.dtype, trainer.memory_check) == ("float32", False)
+    assert trainer.env_url == "http://env:8100"
