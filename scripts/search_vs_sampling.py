@@ -102,33 +102,46 @@ async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir:
     }
 
 
+def milestone_rates(episodes: list[list[list[str]]]) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """Per-step hit rates of a task's milestones from sampled episodes, each a list of its executed
+    steps' newly paid milestones: (the milestones in the order episodes first reached them, hits,
+    tries). A step tries for the next milestone its episode has not reached yet, in that order;
+    the order is read from all episodes before any step is counted, so the steps before the first
+    hit count as tries too (learning the order on the way left them out: local.playground-11's one
+    hit in some 166 steps read as 1 in 85, 1.2 % per step instead of about 0.6 %)."""
+    order: list[str] = []
+    for steps in episodes:
+        for new in steps:
+            order.extend(m for m in new if m not in order)
+    hits = dict.fromkeys(order, 0)
+    tries = dict.fromkeys(order, 0)
+    for steps in episodes:
+        reached: set[str] = set()
+        for new in steps:
+            following = next((m for m in order if m not in reached), None)
+            if following is not None:
+                tries[following] += 1
+                hits[following] += following in new
+            reached.update(new)
+    return order, hits, tries
+
+
 async def pilot_task(svc: Services, job: EpisodeGroupJob, episodes: int, budget: int) -> dict:
     """The base policy's per-step hit rates on one task: ``episodes`` sampled episodes (seeds apart
-    from the main run's), each milestone's hit rate per step taken while it was the next one, the
-    episode success rate, and what these predict for sampling within ``budget`` env steps."""
-    hits: dict[str, int] = {}
-    tries: dict[str, int] = {}
-    order: list[str] = []  # milestones in the order episodes first reached them
-    successes = steps_total = 0
+    from the main run's), each milestone's hit rate per step taken while it was the next one
+    (``milestone_rates``), the episode success rate, and what these predict for sampling within
+    ``budget`` env steps."""
+    played: list[list[list[str]]] = []
+    successes = 0
     for i in range(episodes):
         seeded = job.model_copy(update={"job_id": f"{job.job_id}-p{i}", "seed": PILOT_SEED + i})
         transitions, summary = await play_episode(svc, seeded, 0)
-        reached: set[str] = set()
-        for t in transitions:
-            if t.action is None:
-                continue
-            steps_total += 1
-            new = list(t.reward.milestones) if t.reward is not None else []
-            for m in new:
-                if m not in order:
-                    order.append(m)
-            # a step's chance at the next milestone not yet reached (in the order seen so far)
-            following = next((m for m in order if m not in reached), None)
-            if following is not None:
-                tries[following] = tries.get(following, 0) + 1
-                hits[following] = hits.get(following, 0) + (following in new)
-            reached.update(new)
+        played.append(
+            [list(t.reward.milestones) if t.reward is not None else [] for t in transitions if t.action is not None]
+        )
         successes += bool(summary.success)
+    order, hits, tries = milestone_rates(played)
+    steps_total = sum(len(steps) for steps in played)
     per_episode = successes / episodes
     mean_len = steps_total / episodes if episodes else 0.0
     tries_at_budget = budget / mean_len if mean_len else 0.0
@@ -138,7 +151,7 @@ async def pilot_task(svc: Services, job: EpisodeGroupJob, episodes: int, budget:
         "episode_success": per_episode,
         "episode_success_ci": wilson_interval(successes, episodes),
         "mean_env_steps": mean_len,
-        "milestones": {m: {"hits": hits.get(m, 0), "steps": tries.get(m, 0)} for m in order},
+        "milestones": {m: {"hits": hits[m], "steps": tries[m]} for m in order},
         # independent episodes within the budget: 1 - (1 - p)^(E / mean length)
         "predicted_sampling_success_at_budget": 1 - (1 - per_episode) ** tries_at_budget,
     }

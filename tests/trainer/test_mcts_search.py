@@ -19,7 +19,7 @@ from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import load_tree
 from halo_trainer.rollout.play import RunStopped
 from tests.script_module import load_script
-from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, Session, click, job_for, services
+from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, RewardStandIn, Session, click, job_for, services
 
 SUCCESS = Action(action="terminate", status="success")
 
@@ -467,6 +467,33 @@ async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path
     row = await _script().measure(services(env=env_class(), policy=policy), job_for(), settings, tmp_path, 200)
     assert row["mcts_success"] or row["env_steps"] == 48
     assert row["sampled_success"] or row["sampled_env_steps"] == row["env_steps"]
+
+
+class MilestoneReward(RewardStandIn):
+    """The stand-in reward, paying the milestone ``checked`` for a click at x = 999."""
+
+    async def reward(self, request):
+        out = await super().reward(request)
+        a = request.action
+        if a is not None and a.coordinate is not None and a.coordinate[0] == 999:
+            out.milestones = ["checked"]
+        return out
+
+
+async def test_the_pilot_counts_the_steps_before_the_first_hit_as_tries():
+    """Issue 47, defect 5: the pilot learned the milestone order from first appearance, so no step
+    before the first hit counted as a try: one hit at the last of 12 steps read as 1/1, not 1/12 (the
+    1.2 % per step behind the pre-registered predictions was about 0.6 %)."""
+    job = job_for(kind="train_episode_group", group_size=1, max_steps=4)
+    # 3 episodes of 4 clicks each; only the very last click (the 12th request) hits the milestone
+    policy = PolicyStandIn(lambda n, i: [click(999 if i == 11 else 100)])
+    svc = services(policy=policy, reward=MilestoneReward())
+    row = await _script().pilot_task(svc, job, 3, 48)
+    assert row["mean_env_steps"] == 4.0 and len(policy.requests) == 12
+    assert row["milestones"] == {"checked": {"hits": 1, "steps": 12}}
+    # and a second milestone is tried only once the first was reached in that episode
+    order, hits, tries = _script().milestone_rates([[[], ["a"], [], ["b"]], [[], [], [], []], [["a"], ["b"]]])
+    assert order == ["a", "b"] and hits == {"a": 2, "b": 2} and tries == {"a": 7, "b": 3}
 
 
 async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
