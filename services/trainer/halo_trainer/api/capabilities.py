@@ -65,3 +65,20 @@ def refusals(cfg: RunConfig, caps: PolicyCapabilities, where: str) -> list[tuple
             )
         )
     return out
+
+
+def learner_refusals(cfg: RunConfig, settings: TrainerSettings) -> list[tuple[int, str]]:
+    """(status, message) for each setting of ``cfg`` this trainer's learner cannot train as asked."""
+    dtype = settings.resolved_dtype()
+    if cfg.full_weights and dtype != "float32":
+        # bfloat16 keeps 8 bits of mantissa: an AdamW step below ~1/256 of a weight rounds to nothing
+        # (tests/trainer/test_capabilities.py measures it), so the modules would silently not train.
+        return [
+            (
+                422,
+                f"full_weights {list(cfg.full_weights)} would train {dtype} weights, whose AdamW updates at "
+                f"full_weights_lr {cfg.full_weights_lr:g} round to zero: set HALO_TRAINER_DTYPE=float32 where the card "
+                "has room, or train LoRA alone (lora_target 'language+tower' reaches the vision side)",
+            )
+        ]
+    return []

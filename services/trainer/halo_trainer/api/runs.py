@@ -32,7 +32,7 @@ from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
-from halo_trainer.api.capabilities import refusals, served_capabilities
+from halo_trainer.api.capabilities import learner_refusals, refusals, served_capabilities
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve
 from halo_trainer.learner.prompt_check import PromptCheckFailed
@@ -181,7 +181,9 @@ class RunManager:
                 raise RunRefused(422, str(exc)) from exc
         # What the policy server advertises it can serve (api/capabilities): refused before the run exists.
         caps = await served_capabilities(self.redis, self.settings)
-        if caps is not None and (problems := refusals(cfg, caps, self.policy.base_url)):
+        problems = learner_refusals(cfg, self.settings)
+        problems += refusals(cfg, caps, self.policy.base_url) if caps is not None else []
+        if problems:
             raise RunRefused(max(s for s, _ in problems), "; ".join(m for _, m in problems))
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(
