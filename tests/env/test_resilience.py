@@ -276,3 +276,17 @@ def test_crashed_renderer_is_an_infra_error_and_shutdown_closes_browsers(site, t
     while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids), "shutdown left a Chromium running"
+
+
+def test_a_web_page_cannot_open_or_drive_sessions(http):
+    """A page in the user's browser can POST to the env without a CORS preflight: refused by its
+    Origin before any route (not by the framework's content-type default, which before this answered
+    422); the stack's own calls are unaffected."""
+    before = http.get("/stats").json()["sessions"]
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null", "Content-Type": "text/plain"}):
+        r = http.post("/sessions", content=b'{"task_id": "fixture.actions"}', headers=headers)
+        assert r.status_code == 403 and "a web page" in r.json()["error"], r.text
+    sid = create(http)["observation"]["session_id"]
+    r = http.post(f"/sessions/{sid}/step", json={"action": {"action": "wait", "time": 0.1}}, headers={"Origin": "x"})
+    assert r.status_code == 403
+    assert http.get("/stats").json()["sessions"] == before + 1  # only the session made without an Origin

@@ -194,3 +194,19 @@ def test_redis_down_is_a_503_not_a_500() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_web_page_cannot_score_episodes(base: str) -> None:
+    """What any page in the user's browser could send without a CORS preflight, and with JSON: 403;
+    the stack's own programs (no Origin) and reads are unaffected."""
+    ep = uid("ep")
+    after = state(url="http://sites/gomail/#compose", progress={"compose_opened": True})
+    payload = json.dumps(body(request(state(), after, episode_id=ep, step=0)))
+    for content_type in (None, "text/plain", "application/json"):
+        headers = {"Origin": "http://evil.example"} | ({"Content-Type": content_type} if content_type else {})
+        r = httpx.post(f"{base}/reward", content=payload, headers=headers)
+        assert r.status_code == 403, r.text
+        assert "a web page" in r.json()["error"] and "evil.example" in r.json()["error"]
+    assert httpx.get(f"{base}/ready", headers={"Origin": "http://evil.example"}).status_code == 200
+    first = httpx.post(f"{base}/reward", content=payload, headers={"Content-Type": "application/json"}).json()
+    assert first["milestones"] == ["compose_opened"]  # nothing was scored for the episode before

@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import Response
 from playwright.async_api import async_playwright
 
+from halo.browser_guard import NoBrowserWrites
 from halo.logging import setup_logging
 from halo.schemas import (
     CreateSessionRequest,
@@ -84,6 +85,7 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
 
     app = FastAPI(title="HALO env", lifespan=lifespan, redirect_slashes=False)
     install_error_handlers(app, max_body_bytes=MAX_BODY_BYTES)
+    app.add_middleware(NoBrowserWrites, service="env")  # no web page may open or drive sessions
 
     async def probe_browser() -> None:
         await app.state.pool.probe()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
 
+from halo.browser_guard import NoBrowserWrites
 from halo.logging import setup_logging
 from halo.schemas import RewardBreakdown, RewardRequest
 from halo.service import ServiceError, add_health_routes, install_error_handlers, redis_check
@@ -116,6 +117,7 @@ def create_app(settings: RewardSettings | None = None) -> FastAPI:
 
     app = FastAPI(title="HALO reward", lifespan=lifespan)
     install_error_handlers(app, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(NoBrowserWrites, service="reward")  # no web page may score episodes
 
     add_health_routes(app, "reward", {"redis": redis_check(settings.redis_url)})
 

@@ -6,8 +6,9 @@ without asking the server first, and only hide the answer: that was enough to st
 mutation must carry what such a page cannot send without a CORS preflight, which this API never
 grants (it has no CORS headers at all):
 
-1. ``Content-Type: application/json``, checked here, also on a route without a body (a page can send
-   a body without any content type, which FastAPI would still parse as JSON);
+1. ``Content-Type: application/json``, checked here, also on a route without a body (stop reads no
+   body, so FastAPI's own refusal of a body not declared JSON, its ``strict_content_type`` default,
+   never applied to it; and this rule does not hang on a framework default);
 2. no ``Origin`` but the API's own: browsers send ``Origin`` with every POST, so a page of another
    origin is refused by name even where (1) would let it through. "Its own" means the origin the
    request was addressed to (``Host``) on a loopback name or the bind host, or one listed in
