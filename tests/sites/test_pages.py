@@ -223,3 +223,47 @@ async def test_playground_click_miss_is_the_answer(browser, sites_url: str) -> N
     assert state["initialfinaldiff"]["updated"]["submission"]["button"] is None
     assert state["progress"] == {}  # outside every ring, and a miss earns no submission milestone
     await context.close()
+
+
+async def test_playground_boxes_checked_is_the_boxes_real_state(browser, sites_url: str) -> None:
+    """Issue 47, defect 6: `boxes_checked` was never unset, so a double-click on the SMS box of
+    local.playground-11 (checked, then unchecked, as the env's double_click does) left it paid with
+    the box unchecked. It is set while exactly the targets are checked, and the reward service pays
+    no milestone for a step that ends with the box unchecked."""
+    from halo.schemas import Action, StateSummary
+    from halo.settings import REPO_ROOT
+    from halo_reward.core import EpisodeMemory, ScoringOptions, score
+    from halo_reward.rules import RuleBook
+    from tests.reward.helpers import request
+
+    rules = RuleBook.load(REPO_ROOT / "configs" / "rewards").for_domain("playground")
+    context, page = await open_site(browser, sites_url, "playground", "local.playground-11")
+    box = page.locator('[data-halo-id="check-sms-updates"]')
+
+    async def summary() -> StateSummary:
+        return StateSummary(url=page.url, site_state=await page.evaluate("window.__HALO__.finish()"))
+
+    before = await summary()
+    at = await box.bounding_box()
+    x, y = round(at["x"] + at["width"] / 2), round(at["y"] + at["height"] / 2)
+    await page.mouse.dblclick(x, y)
+    after = await summary()
+    assert not await box.is_checked()
+    assert "boxes_checked" not in after.site_state["progress"]
+    paid, _ = score(
+        request(before, after, domain="playground", action=Action(action="double_click", coordinate=(x, y))),
+        EpisodeMemory(),
+        rules,
+        ScoringOptions(),
+    )
+    assert paid.milestones == [] and paid.progress == 0.0
+
+    await box.click()  # checked: exactly the target
+    assert (await summary()).site_state["progress"] == {"boxes_checked": True}
+    await box.click()  # unchecked again: the flag follows
+    assert (await summary()).site_state["progress"] == {}
+    await page.locator('[data-halo-id="check-email-updates"]').click()
+    await box.click()  # SMS and Email: not exactly the target
+    assert (await summary()).site_state["progress"] == {}
+    assert page.errors == []
+    await context.close()

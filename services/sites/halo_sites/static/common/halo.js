@@ -4,7 +4,8 @@
  * (on the app page) its app.js. All state is in localStorage under `halo:<site>:<key>`:
  *   state    the site's data (what /finish diffs), e.g. {email: {emails: {<id>: {...}}}, ui: {...}}
  *   initial  a copy of `state` taken at /config time
- *   progress {milestone: true} in the order first reached; never unset within an episode
+ *   progress {milestone: true} in the order first reached; a site unsets one only when it stands
+ *            for a state that no longer holds (clearMilestone: the Playground's boxes_checked)
  *   view     UI-only state (open dialog, draft fields, focus, scroll); not diffed, but kept so a
  *            snapshot of storage + URL restores the exact screen
  *   meta     {task_id, run_id, seed, config} of the current episode
@@ -210,6 +211,13 @@
       const p = HALO.progress();
       if (!p[name]) {
         p[name] = true;
+        save("progress", p);
+      }
+    },
+    clearMilestone: function (name) {
+      const p = HALO.progress();
+      if (p[name]) {
+        delete p[name];
         save("progress", p);
       }
     },

@@ -118,8 +118,12 @@
     } else if (cfg.family === "select") {
       if (st.form.selected === cfg.target) mark("option_selected");
     } else if (cfg.family === "check") {
+      /* boxes_checked is the boxes' real state: set while exactly the targets are checked, unset
+       * when a box changes that. A double-click toggles a box twice (checked, then unchecked), and
+       * a flag left set would pay the milestone for a box that ends the step unchecked. */
       const want = (cfg.targets || []).slice().sort();
       if (HALO.equal(st.form.checked.slice().sort(), want)) mark("boxes_checked");
+      else HALO.clearMilestone("boxes_checked");
     }
   }
 
