@@ -42,7 +42,7 @@ UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model images gpu-base train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model images gpu-base plan bench-gpu train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -73,6 +73,12 @@ gpu-base:         ## the GPU images' base: Debian, Python 3.11, requirements/gpu
 
 images: compose-env $(if $(filter compose,$(COMPOSE_STACK)),gpu-base)  ## build the stack's images from this checkout (make up and make model do it first)
 	$(COMPOSE) build
+
+plan: images      ## the learner's memory plan for this box's card, inside the trainer image (no .venv needed); ARGS="--card a100-40gb" etc.
+	$(COMPOSE) run --rm --no-deps trainer halo memory-plan $(ARGS)
+
+bench-gpu: images ## the 8B learner bench on this box's card, inside the trainer image (docs/benchmarks.md); results in the data volume
+	$(COMPOSE) run --rm --no-deps trainer python bench/gpu_learner_8b.py --out /data/bench/gpu_learner_8b.json $(ARGS)
 
 model: images     ## download HALO_MODEL into the Compose stack's Hugging Face cache (the one-shot `model` service; make up runs it too)
 	$(COMPOSE) run --rm model
