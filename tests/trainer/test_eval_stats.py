@@ -137,3 +137,15 @@ def test_a_search_budget_below_one_step_is_a_clear_error(capsys) -> None:
     args = parser().parse_args(["--modes", "qwen3vl_base", "--search", "--search-budget", "0"])
     assert run(args) == 2  # refused before any service is called
     assert "error: --search-budget must be at least 1 env step" in capsys.readouterr().err
+
+
+def test_a_searching_modes_summary_keeps_the_oracles_share_apart():
+    # play_search's records: success is the returned path replayed, oracle_success_found the search's own
+    searched = [
+        _rec("m+search", "local.playground-1", 0, False) | {"oracle_success_found": True},
+        _rec("m+search", "local.playground-2", 0, True) | {"oracle_success_found": True},
+        _rec("m+search", "local.playground-3", 0, False) | {"oracle_success_found": False},
+    ]
+    summary = mode_summary(searched)
+    assert summary["successes"] == 1 and summary["oracle_success_found"]["successes"] == 2
+    assert "oracle_success_found" not in mode_summary([_rec("m", "local.playground-1", 0, True)])

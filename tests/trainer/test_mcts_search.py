@@ -496,6 +496,30 @@ async def test_the_pilot_counts_the_steps_before_the_first_hit_as_tries():
     assert order == ["a", "b"] and hits == {"a": 2, "b": 2} and tries == {"a": 7, "b": 3}
 
 
+@pytest.mark.parametrize("policy, reproduced", [(rollout_succeeds, False), (root_succeeds, True)])
+async def test_eval_search_reports_the_reproduced_paths_success(tmp_path, policy, reproduced):
+    """Issue 47, defect 7: `halo eval --search` scored a search by `success_found`, a success anywhere
+    in its tree or rollouts by the env's validator (pass@budget with a verifier), while the actions it
+    reported were the best path's. Its success is now that path replayed from the task's start in a
+    fresh session; the oracle's verdict is kept as `oracle_success_found`. With `rollout_succeeds` only
+    rollouts succeed, so the returned path (clicks) fails when replayed; with `root_succeeds` the
+    returned path is the root's success."""
+    from halo_trainer.evaluation.matrix import play_search
+
+    env = SnapshotEnv()
+    settings = cfg(simulations=6, max_depth=3)
+    job = job_for(kind="search", max_steps=3, mcts=settings)
+    outcome, failures = await play_search(
+        services(env=env, policy=PolicyStandIn(policy)), lambda attempt: job, tmp_path, 0
+    )
+    assert failures == 0
+    assert outcome["success"] is reproduced
+    assert outcome["oracle_success_found"] is True
+    assert len(env.resets) == 2, "the search's root, then one fresh session for the replay"
+    assert outcome["replay_steps"] == len(outcome["actions"]) > 0
+    assert env.sessions == {}
+
+
 async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
     result = await search(
         services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks)),

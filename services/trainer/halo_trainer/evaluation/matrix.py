@@ -38,7 +38,7 @@ from pathlib import Path
 
 from halo.clients import EnvClient, RewardClient
 from halo.modes import MODES, ModeError, get_mode
-from halo.schemas import EvalJob, RolloutResult, RunSpec, SamplingParams, SearchJob
+from halo.schemas import Action, EvalJob, RolloutResult, RunSpec, SamplingParams, SearchJob
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
@@ -155,23 +155,51 @@ def search_settings(args: argparse.Namespace, defaults: dict, profile: str | Non
     return MCTSConfig(**run.mcts.model_dump() | bounded), run.temperature
 
 
+async def replay_path(env: EnvClient, job: SearchJob, actions: Sequence[Action]) -> tuple[bool, int]:
+    """``actions`` played from the task's start (its seed) in a fresh session: whether the task
+    succeeded, as an episode's last step or, when the path ends before the episode does, the task's
+    verdict there; and the env steps taken. The session is closed."""
+    reset = await env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
+    session, steps = reset.observation.session_id, 0
+    try:
+        for action in actions:
+            result = await env.step(session, action)
+            steps += 1
+            if result.terminated or result.truncated:
+                return bool(result.info.get("task_success")), steps
+        return bool((await env.validate(session)).success), steps
+    finally:
+        await env.close(session)
+
+
 async def play_search(
     svc: Services, job_for: Callable[[int], SearchJob], folder: Path, retries: int
 ) -> tuple[dict | None, int]:
-    """One test-time search, run again after an infrastructure failure: (its outcome, failures)."""
+    """One test-time search, run again after an infrastructure failure: (its outcome, failures).
+
+    Its success is the reproduced path's: the path the search returns (``best_path``, the most
+    visited children) replayed from the task's start in a fresh session, as an agent that searched
+    and then acts would play it. Whether the search reached a success anywhere (a tree node or a
+    rollout, judged by the env's validator) is kept apart as ``oracle_success_found``: that is
+    pass@budget with a verifier, not one agent's episode."""
     for attempt in range(retries + 1):
         job = job_for(attempt)
         try:
             found = await search(svc, job, job.mcts, folder)
+            path = [found.tree.node(i) for i in found.tree.best_path()[1:]]
+            actions = [n.action for n in path if n.action is not None]  # an answer that did not parse ran nothing
+            reproduced, replay_steps = await replay_path(svc.env, job, actions)
         except CallError:
             continue
         steps = found.tree.record.env_steps
         outcome = {
-            "success": found.tree.success_found(),
+            "success": reproduced,
+            "oracle_success_found": found.tree.success_found(),
             "return": 0.0,  # a search has no single episode's return
             "steps": steps,  # its cost: every env step it took, expansions and rollouts
             "valid_actions": steps,
-            "actions": [found.tree.node(i).action_key for i in found.tree.best_path()[1:]],
+            "replay_steps": replay_steps,  # the returned path's replay, not counted in steps
+            "actions": [n.action_key for n in path],
         }
         return outcome, attempt
     return None, retries + 1
@@ -365,7 +393,9 @@ def parser() -> argparse.ArgumentParser:
         "--search",
         action="store_true",
         help="also evaluate each vLLM mode searching at test time (Agent Q): one MCTS search of each task and "
-        "seed at the mode's policy, scored by whether it found a success, its env steps reported as its cost",
+        "seed at the mode's policy, scored by whether the path it returns succeeds when replayed from the task's "
+        "start in a fresh session (oracle_success_found: whether the search reached a success anywhere), its env "
+        "steps reported as its cost",
     )
     p.add_argument(
         "--search-budget", "--search_budget", type=int, default=48, help="env steps one test-time search may take"

@@ -56,7 +56,14 @@ def mode_summary(records: Iterable[dict]) -> dict:
         "action_validity": sum(r["valid_actions"] for r in scored) / steps if steps else None,
         "infra_failures": sum(r["infra_failures"] for r in records),
         "unscored_episodes": len(records) - len(scored),
-    }
+    } | _oracle(scored)
+
+
+def _oracle(scored: list[dict]) -> dict:
+    """For a mode searching at test time: the share of searches that reached a success anywhere (the
+    env's validator on every rollout), beside pass@1 of the paths they returned, replayed."""
+    oracle = [r["oracle_success_found"] for r in scored if "oracle_success_found" in r]
+    return {"oracle_success_found": rate(sum(oracle), len(oracle))} if oracle else {}
 
 
 def exact_mcnemar(b: int, c: int) -> float:
