@@ -3,7 +3,8 @@
 For each (task, seed): one MCTS search (``halo_trainer.mcts.search``) uses E env steps; then
 independent sampled episodes of the same task and seed (one sample per step, the same temperature
 and horizon, the trainer's own episode code) are played until they have used E env steps. Reported:
-the share of (task, seed) on which each found a success, with 95% Wilson intervals.
+the share of (task, seed) on which each found a success, with 95% Wilson intervals, and the exact
+McNemar test on the paired outcomes (the same task and seed in both arms).
 
     python scripts/search_vs_sampling.py --task local.playground-7 --task local.playground-9 --seeds 5
     python scripts/search_vs_sampling.py --domain playground --seeds 3 --simulations 10 --out svs.json
@@ -33,6 +34,7 @@ from halo.clients import EnvClient, RewardClient
 from halo.schemas import EpisodeGroupJob, PolicyVersion
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, sampling_for
+from halo_trainer.evaluation.stats import exact_mcnemar
 from halo_trainer.mcts.search import search
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.observe.metrics import wilson_interval
@@ -157,6 +159,18 @@ async def pilot_task(svc: Services, job: EpisodeGroupJob, episodes: int, budget:
     }
 
 
+def paired(rows: list[dict]) -> dict:
+    """The two arms on the same (task, seed) pairs: the discordant pairs (search alone succeeded,
+    sampling alone succeeded) and the exact McNemar test's two-sided p-value."""
+    search_only = sum(r["mcts_success"] and not r["sampled_success"] for r in rows)
+    sampling_only = sum(r["sampled_success"] and not r["mcts_success"] for r in rows)
+    return {
+        "search_only": search_only,
+        "sampling_only": sampling_only,
+        "mcnemar_p": exact_mcnemar(search_only, sampling_only),
+    }
+
+
 def share(outcomes: list[bool]) -> dict:
     low, high = wilson_interval(sum(outcomes), len(outcomes))
     return {"successes": sum(outcomes), "n": len(outcomes), "ci_low": low, "ci_high": high}
@@ -203,6 +217,7 @@ async def compare(args: argparse.Namespace, pilot: int = 0) -> dict:
         "rows": rows,
         "mcts": share([r["mcts_success"] for r in rows]),
         "sampled": share([r["sampled_success"] for r in rows]),
+        "paired": paired(rows),
     }
 
 
@@ -239,6 +254,11 @@ def main() -> int:
     for name in ("mcts", "sampled"):
         r = report[name]
         print(f"{name:<8} {r['successes']}/{r['n']}  95% [{r['ci_low']:.2f}, {r['ci_high']:.2f}]")
+    pair = report["paired"]
+    print(
+        f"paired   search alone {pair['search_only']}, sampling alone {pair['sampling_only']}, "
+        f"exact McNemar p = {pair['mcnemar_p']:.3g}"
+    )
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     return 0

@@ -520,6 +520,16 @@ async def test_eval_search_reports_the_reproduced_paths_success(tmp_path, policy
     assert env.sessions == {}
 
 
+def test_the_script_tests_the_paired_outcomes_with_mcnemar():
+    rows = [
+        {"mcts_success": True, "sampled_success": False},
+        {"mcts_success": True, "sampled_success": False},
+        {"mcts_success": True, "sampled_success": True},
+        {"mcts_success": False, "sampled_success": False},
+    ]
+    assert _script().paired(rows) == {"search_only": 2, "sampling_only": 0, "mcnemar_p": 0.5}
+
+
 async def test_the_neutral_critic_scores_every_child_one_half(tmp_path):
     result = await search(
         services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks)),
