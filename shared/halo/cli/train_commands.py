@@ -95,6 +95,8 @@ def train(
         run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
         say.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
         say.print(f"watch it at {viewer_link(url, run.run_id)} (curves, episodes; docs/viewer.md)")
+        if read_token(settings):  # the viewer's stop and promote ask for it once per tab, never in a URL
+            say.print("its stop and promote buttons ask for the run API's token once: `halo stack token` prints it")
         if run.task_set_note:
             say.print(f"[yellow]tasks:[/yellow] {escape(run.task_set_note)}", highlight=False)
         if detach:
