@@ -52,7 +52,8 @@ def test_the_summary_reads_before_and_after_with_intervals_and_says_where_things
         "  updates           8",
         "  episodes          64 in 5m 02s wall time (0.21/s)",
         f"  run folder        var/runs/{RUN}",
-        f"  adapter           v8 (latest): adapters/v8 in the run folder, served as {RUN}-v8",
+        f"  adapter           v8 (latest): adapters/v8 in the run folder; served as {RUN}-v8 until the run ended "
+        "(`halo modes promote` serves it again)",
         f"  viewer            {VIEWER}",
     ]
 

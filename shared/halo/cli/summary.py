@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from halo.schemas import RunStatus
+from halo.schemas import RunState, RunStatus
 from halo.schemas.task_success import well_formed_counts
 
 
@@ -119,7 +119,10 @@ def run_summary(status: RunStatus, evaluations: Sequence[Mapping[str, Any]], vie
 
     if status.policy_version > 0:
         adapter = f"v{status.policy_version} (latest): adapters/v{status.policy_version} in the run folder"
-        if status.adapter_name:
+        if status.adapter_name and status.state in (RunState.FINISHED, RunState.STOPPED, RunState.FAILED):
+            # A run's end unloads its adapters from vLLM (docs/trainer.md): the name is history now.
+            adapter += f"; served as {status.adapter_name} until the run ended (`halo modes promote` serves it again)"
+        elif status.adapter_name:
             adapter += f", served as {status.adapter_name}"
     else:
         adapter = "none yet: no update was published (v0 is the base model)"
