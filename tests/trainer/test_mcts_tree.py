@@ -11,7 +11,7 @@ import pytest
 from halo.actions import INVALID_ACTION_KEY, canonical_action
 from halo.schemas import Action, ActionParseError, ParseErrorReason, SamplingParams, SearchTree, Viewport
 from halo_trainer.mcts.settings import Critic, MCTSConfig, Reference
-from halo_trainer.mcts.tree import Preference, Tree, composite_q, load_tree, ucb1
+from halo_trainer.mcts.tree import Preference, Tree, composite_q, critic_priors, load_tree, ucb1
 
 SHOT = "a" * 64
 
@@ -445,3 +445,24 @@ def test_settings_defaults_and_bounds() -> None:
     for bad_field in ({"max_children": 1}, {"alpha": 1.5}, {"beta": 0}, {"critic": "oracle"}, {"simulation": 5}):
         with pytest.raises(ValueError):
             MCTSConfig(**bad_field)
+
+
+def test_puct_selection_follows_the_critics_prior() -> None:
+    """Issue 47, item 2: with selection puct the exploration bonus follows the critic's prior
+    (``q + c * P * sqrt(N) / (1 + n)``). alpha 1, so q is the search's value alone: a (0.3, critic
+    0.9) and b (0.5, critic 0.1), two visits each (N = 4, c = 1). UCB1 gives both the same bonus and
+    picks b; PUCT gives a 0.3 + 0.9 * 2 / 3 = 0.9 against b's 0.5 + 0.1 * 2 / 3 = 0.57."""
+    picks = {}
+    for selection in ("ucb1", "puct"):
+        tree = new_tree(alpha=1.0)
+        tree.selection = selection
+        a, b = child(tree, 0, 1, 0.9), child(tree, 0, 2, 0.1)
+        for value in (0.3, 0.3):
+            tree.backup(a, value)
+        for value in (0.5, 0.5):
+            tree.backup(b, value)
+        picks[selection] = {a: "a", b: "b"}[tree.select_child(0)]
+    assert picks == {"ucb1": "b", "puct": "a"}
+    assert critic_priors([tree.node(a), tree.node(b)]) == pytest.approx([0.9, 0.1])
+    with pytest.raises(ValueError, match="selection"):
+        Tree(new_tree().record, selection="greedy")

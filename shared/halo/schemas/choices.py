@@ -79,6 +79,21 @@ class Critic(StrEnum):
     NEUTRAL = "neutral"  # every child 0.5: the search's own values alone (the critic ablation)
 
 
+class RolloutNodes(StrEnum):
+    """Which of a search rollout's executed steps become tree nodes (states the search can re-enter)."""
+
+    NONE = "none"  # none: a rollout's states are scored and backed up, never kept (Agent Q)
+    MILESTONE = "milestone"  # a step that pays a milestone, with the rollout's steps before it (LATS-like)
+    ALL = "all"  # every executed step
+
+
+class Selection(StrEnum):
+    """How a search picks the child to descend into."""
+
+    UCB1 = "ucb1"  # q + c * sqrt(ln N / (1 + n))
+    PUCT = "puct"  # q + c * P * sqrt(N) / (1 + n), P the critic's score normalised over the siblings
+
+
 class Reference(StrEnum):
     """The reference policy of the DPO log-ratio."""
 

@@ -33,6 +33,8 @@ from halo.schemas.choices import (
     LoraTarget,
     LossNorm,
     Reference,
+    RolloutNodes,
+    Selection,
     StructuredMode,
     TaskSampling,
     TrackerName,
@@ -259,6 +261,15 @@ KNOBS: tuple[Knob, ...] = (
          "budget bound it too); 0 = no rollout, every env step of a search becomes a tree node; null = to "
          "max_depth (Agent Q)",
          "actions", before=None),
+    Knob("rollout_nodes", "mcts", RolloutNodes, RolloutNodes.NONE,
+         "Rollout steps kept as tree nodes (re-enterable states): none (Agent Q: scored, never kept) | milestone"
+         " (a step that pays a milestone, with the rollout's steps before it) | all (every executed step); with "
+         "either, each rollout step costs a snapshot, no env step",
+         before=RolloutNodes.NONE),
+    Knob("selection", "mcts", Selection, Selection.UCB1,
+         "Child selection: ucb1, q + ucb_c * sqrt(ln N / (1 + n)) | puct, q + ucb_c * P * sqrt(N) / (1 + n) with "
+         "the prior P the critic's score normalised over the siblings (uniform when it gives none)",
+         before=Selection.UCB1),
     Knob("alpha", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
          "Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 "
          "weighs search and critic equally"),

@@ -24,7 +24,8 @@ the simulation ends there without a value. The search, with progressive widening
         success, rewards = rollout from the child with the current policy to a terminal state,
                            max_depth, rollout_depth actions or the budget (the task's validated
                            success, 1/0, and the rewards; rollout_depth 0: the child's verdict)
-        tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found)
+        tree.backup(child, success, dense_return, rewards)   # a success counts as found (success_found);
+                                                             # with rollout_nodes, from the deepest step kept
         a refused or saturated node is closed when nothing is left below it (each child ended or is
         closed), and so are the ancestors this leaves the same: the next simulation goes elsewhere
     tree.save(<run>/trees)
@@ -61,14 +62,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
+from halo.actions import canonical_action
 from halo.policy_client import Candidate
 from halo.schemas import Observation, RolloutJob, TreeNode
 from halo.transport import CallError
 from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView, check_critic, make_critic
 from halo_trainer.mcts.search_state import ReentryRefused, SearchResult, StateStore
-from halo_trainer.mcts.settings import MCTSConfig
+from halo_trainer.mcts.settings import MCTSConfig, RolloutNodes
 from halo_trainer.mcts.tree import Tree
 from halo_trainer.rollout.play import (
     Branch,
@@ -98,6 +101,7 @@ class _Search:
         self.opened: set[str] = set()  # sessions to close when the search ends
         self.edge: dict[int, str | None] = {0: None}  # node -> the reward transition into it
         self.reentries = self.mismatches = self.infra_errors = self.critic_failures = 0
+        self.rollout_nodes = 0  # rollout steps kept as tree nodes (``rollout_nodes``)
         # Progressive widening: each node's proposed actions not yet tried (with how many candidates
         # proposed each, and the policy version that did), the branches of those tried (what the
         # critic ranks), and the nodes that take no more children.
@@ -185,6 +189,7 @@ class _Search:
             state_ref=ref,
             url=obs.url,
             screenshot_sha256=obs.screenshot.sha256,
+            selection=self.cfg.selection.value,
         )
 
     async def reenter(self, node_id: int) -> Observation:
@@ -404,24 +409,33 @@ class _Search:
         return child.id
 
     # -- rollout ------------------------------------------------------------------------------------
-    async def rollout(self, child: int, live: tuple[str, Observation] | None, sim: int) -> tuple[float, float] | None:
-        """The value of ``child`` as (success 1/0, the rollout's rewards): its success if terminal,
-        else a rollout's from it with the current policy (one sample per step) to a terminal state,
-        ``max_depth`` or ``rollout_depth`` actions past the child; None on an infra failure."""
+    async def rollout(
+        self, child: int, live: tuple[str, Observation] | None, sim: int
+    ) -> tuple[float, float, int] | None:
+        """The value of ``child`` as (success 1/0, the rollout's rewards, the node to back up from):
+        its success if terminal, else a rollout's from it with the current policy (one sample per
+        step) to a terminal state, ``max_depth`` or ``rollout_depth`` actions past the child; None on
+        an infra failure. With ``rollout_nodes`` milestone (all) a rollout step that pays a milestone
+        (any step) becomes a tree node, with the rollout's steps before it (``_keep``): the value is
+        then backed up from the deepest node kept, and the rewards are those after it."""
         tree, node = self.tree, self.tree.node(child)
         if node.terminal:
-            return float(bool(node.success)), 0.0
+            return float(bool(node.success)), 0.0, child
         session, obs = live if live is not None else (None, None)
         if session is None or obs is None:
             obs = await self.reenter(child)
             session = obs.session_id
         history, depth, ret, parent = list(node.history), node.depth, 0.0, self.edge[child]
+        keep = self.cfg.rollout_nodes
+        at, steps = child, []  # the deepest tree node of the path, and the rollout's steps below it
         limit = self.cfg.max_depth
         if self.cfg.rollout_depth is not None:
             limit = min(limit, node.depth + self.cfg.rollout_depth)
         try:
             while depth < limit and self.steps_left() != 0:
-                [cand], _, _ = await sample_candidates(self.svc, self.job, obs, history, 1, depth, episode=sim)
+                [cand], prompt, version = await sample_candidates(
+                    self.svc, self.job, obs, history, 1, depth, episode=sim
+                )
                 tid = f"{self.search_id}-x{sim}-r{depth}"
                 branch = await execute_candidate(
                     self.svc, self.job, self.search_id, depth, obs, session, cand, tid, tid, parent
@@ -434,15 +448,70 @@ class _Search:
                 parent, depth = tid, depth + 1
                 if cand.action is not None:
                     history.append(cand.action.short())
+                ended = episode_ended(branch)
+                if keep is not RolloutNodes.NONE:
+                    ref = None
+                    if branch.step is not None and not ended:
+                        ref = self.states.put(await self.svc.env.snapshot(session))
+                    steps.append(_Kept(cand, branch, tid, version, list(prompt.prompt_token_ids), ref))
+                    if keep is RolloutNodes.ALL or branch.reward.milestones:
+                        at, steps, ret = self._keep(at, steps), [], 0.0  # its rewards are the nodes' now
                 if branch.step is not None:
-                    if episode_ended(branch):
-                        return float(bool(branch.step.info.get("task_success"))), ret
+                    if ended:
+                        return float(bool(branch.step.info.get("task_success"))), ret, at
                     obs = branch.step.observation
             # cut off at the depth limit or the budget (answers that did not parse took no env step): ask the task now
             verdict = await self.svc.env.validate(session)
-            return float(bool(verdict.success)), ret
+            return float(bool(verdict.success)), ret, at
         finally:
             await self.close(session)
+
+    def _keep(self, at: int, steps: list[_Kept]) -> int:
+        """Record a rollout's ``steps`` below node ``at`` as tree nodes (an action already tried there
+        is that child); returns the deepest."""
+        tree = self.tree
+        for kept in steps:
+            parent = tree.node(at)
+            if not parent.prompt_token_ids:  # the rollout sampled this step from the parent's state
+                parent.prompt_token_ids = kept.prompt_token_ids
+            key = canonical_action(kept.cand.action)
+            if key in parent.children:
+                at = parent.children[key]
+                continue
+            step, cand = kept.branch.step, kept.cand
+            ended = step is not None and episode_ended(kept.branch)
+            child = tree.add_child(
+                at,
+                action=cand.action,
+                parse_error=cand.parse_error,
+                completion_text=cand.text[:20_000],
+                completion_token_ids=cand.token_ids,
+                behaviour_logprobs=cand.logprobs,
+                policy_version=kept.version,
+                state_ref=parent.state_ref if step is None else kept.state_ref,
+                url=parent.url if step is None else step.observation.url,
+                screenshot_sha256=parent.screenshot_sha256 if step is None else step.observation.screenshot.sha256,
+                reward=kept.branch.reward.total,
+                terminal=ended,
+                success=step.info.get("task_success") if ended and step is not None else None,
+                q_critic=None,  # no critic ranked it: its value is the search's alone
+            )
+            self.edge[child.id] = kept.transition_id
+            self.rollout_nodes += 1
+            at = child.id
+        return at
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A rollout step that may become a tree node: what ``Tree.add_child`` needs of it."""
+
+    cand: Candidate
+    branch: Branch
+    transition_id: str
+    version: int
+    prompt_token_ids: list[int]
+    state_ref: str | None  # its state's snapshot (None when the episode ended there or nothing ran)
 
 
 async def search(
@@ -488,6 +557,8 @@ async def search(
                             await s.close(session[0])
                     live_child = live[child]
                 value = await s.rollout(child, live_child, sim)
+                if value is not None:
+                    success, rewards, child = value  # the deepest node a rollout kept, if it kept any
             except ReentryRefused:
                 continue  # counted; that node is not searched from again (closed below)
             finally:
@@ -496,7 +567,6 @@ async def search(
                 s.settle(child)
                 s.settle(leaf)
             if value is not None:
-                success, rewards = value
                 tree.backup(child, success, cfg.dense_return, rewards)
     finally:
         await s.close_all()

@@ -3,6 +3,7 @@ schema package (``halo.schemas.search_settings``); the trainer's modules import 
 
 from __future__ import annotations
 
+from halo.schemas.choices import RolloutNodes, Selection
 from halo.schemas.search_settings import Critic, MCTSConfig, Reference
 
-__all__ = ["Critic", "MCTSConfig", "Reference"]
+__all__ = ["Critic", "MCTSConfig", "Reference", "RolloutNodes", "Selection"]

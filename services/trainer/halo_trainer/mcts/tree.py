@@ -82,14 +82,33 @@ def ucb1(q: float, parent_visits: int, visits: int, c: float) -> float:
     return q + c * math.sqrt(math.log(max(parent_visits, 1)) / (1 + visits))
 
 
+def puct(q: float, prior: float, parent_visits: int, visits: int, c: float) -> float:
+    """``q + c * P * sqrt(N) / (1 + n)`` (AlphaZero's PUCT): the bonus follows the prior ``P``."""
+    return q + c * prior * math.sqrt(parent_visits) / (1 + visits)
+
+
+def critic_priors(children: Sequence[TreeNode]) -> list[float]:
+    """The critic's scores normalised over ``children`` (a node without one counts 0); uniform when
+    their sum is 0."""
+    scores = [ch.q_critic or 0.0 for ch in children]
+    total = sum(scores)
+    if total <= 0:
+        return [1.0 / len(children)] * len(children)
+    return [x / total for x in scores]
+
+
 def explored(node: TreeNode) -> bool:
     """Whether the action into ``node`` was tried: visited, or terminal (its outcome came with it)."""
     return node.visits > 0 or node.terminal
 
 
 class Tree:
-    def __init__(self, record: SearchTree) -> None:
+    def __init__(self, record: SearchTree, selection: str = "ucb1") -> None:
         self.record = record
+        # ucb1 or puct (the search's `selection`); how the tree was searched, not part of the file
+        if selection not in ("ucb1", "puct"):
+            raise ValueError(f"selection must be ucb1 or puct, got {selection!r}")
+        self.selection = str(selection)
         # The tree file has no field for it: a loaded tree knows only its nodes' successes.
         self.successful_backups = 0
 
@@ -107,6 +126,7 @@ class Tree:
         state_ref: str | None,
         url: str,
         screenshot_sha256: str | None,
+        selection: str = "ucb1",
     ) -> Tree:
         """A tree holding only the root: the task's first observation."""
         root = TreeNode(id=0, state_ref=state_ref, url=url, screenshot_sha256=screenshot_sha256)
@@ -120,7 +140,7 @@ class Tree:
             ucb_c=ucb_c,
             nodes=[root],
         )
-        return cls(record)
+        return cls(record, selection)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -156,14 +176,21 @@ class Tree:
     # --- selection -----------------------------------------------------------------------------
 
     def select_child(self, node_id: int, closed: Container[int] = ()) -> int:
-        """The child maximising UCB1 on the composite Q, among those not in ``closed``; ties go to
-        the child added first."""
+        """The child maximising UCB1 on the composite Q (with ``selection`` puct: PUCT, the prior the
+        critic's scores normalised over all the node's children), among those not in ``closed``;
+        ties go to the child added first."""
         parent = self.node(node_id)
-        options = [ch for ch in self.children(node_id) if ch.id not in closed]
+        children = self.children(node_id)
+        options = [i for i, ch in enumerate(children) if ch.id not in closed]
         if not options:
             raise ValueError(f"node {node_id} has no children to select from")
         c = self.record.ucb_c
-        return max(options, key=lambda ch: ucb1(ch.q, parent.visits, ch.visits, c)).id
+        if self.selection == "puct":
+            priors = critic_priors(children)
+            best = max(options, key=lambda i: puct(children[i].q, priors[i], parent.visits, children[i].visits, c))
+        else:
+            best = max(options, key=lambda i: ucb1(children[i].q, parent.visits, children[i].visits, c))
+        return children[best].id
 
     def select_leaf(self, widen: Callable[[TreeNode], bool] | None = None, closed: Container[int] = ()) -> int:
         """Descend from the root by ``select_child`` to a node with no children, or a terminal one;
