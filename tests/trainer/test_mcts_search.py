@@ -423,6 +423,67 @@ async def test_search_on_the_playground_clone_reenters_exact_states(clone_servic
         await svc.reward.aclose()
 
 
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.vllm
+async def test_eval_search_replays_the_returned_path_on_the_playground_clone(clone_services, tmp_path):
+    """`halo eval --search`'s replay through the real env: the returned path played from the task's
+    start in a fresh session reaches the screen its last tree node recorded, and its verdict is the
+    one that node's episode had when it ended there."""
+    import httpx
+
+    from halo.clients import EnvClient, RewardClient
+    from halo.policy_client import PolicyClient
+    from halo.schemas import SamplingParams, Viewport
+    from halo_trainer.evaluation.matrix import play_search
+    from halo_trainer.rollout.play import Services
+    from tests.trainer.stand_ins import fixed_policy, version0
+
+    env_url, reward_url, policy_url = clone_services
+    env = EnvClient(env_url, timeout_s=120)
+    svc = Services(
+        env=env,
+        policy=PolicyClient(policy_url, "halo-base", timeout_s=300),
+        reward=RewardClient(reward_url),
+        current_policy=fixed_policy(version0("run-eval-search")),
+    )
+    sampling = SamplingParams(max_tokens=64, structured_outputs="regex", history_limit=8, viewport=Viewport())
+    settings = cfg(simulations=100, max_children=3, max_depth=3, widening=0.5, env_step_budget=6)
+    job = job_for(
+        "run-eval-search",
+        kind="search",
+        task_id="local.playground-7",
+        seed=3,
+        max_steps=3,
+        sampling=sampling,
+        mcts=settings,
+    )
+    try:
+        outcome, failures = await play_search(svc, lambda attempt: job, tmp_path, 0)
+        assert failures == 0 and outcome["steps"] <= 6
+        tree = load_tree(tmp_path / "trees" / f"{job.job_id}.json")
+        path = [tree.node(i) for i in tree.record.best_path[1:]]
+        assert outcome["actions"] == [n.action_key for n in path]
+        assert outcome["replay_steps"] == sum(n.action is not None for n in path)
+        if path and path[-1].terminal:
+            assert outcome["success"] is bool(path[-1].success)
+        # the same actions again, by hand: the screen the path's last node recorded
+        reset = await env.reset(job.task_id, seed=job.seed, max_steps=job.max_steps, run_id=job.run_id)
+        session, shot = reset.observation.session_id, reset.observation.screenshot.sha256
+        for node in path:
+            if node.action is not None:
+                shot = (await env.step(session, node.action)).observation.screenshot.sha256
+        await env.close(session)
+        if path:
+            assert shot == path[-1].screenshot_sha256
+        async with httpx.AsyncClient(base_url=env_url) as http:
+            assert (await http.get("/sessions")).json() == [], "the search and the replay closed their sessions"
+    finally:
+        await env.aclose()
+        await svc.policy.aclose()
+        await svc.reward.aclose()
+
+
 def _script():
     return load_script("scripts/search_vs_sampling.py")
 
