@@ -720,3 +720,25 @@ def test_every_trainer_setting_of_the_env_file_reaches_the_trainer(tmp_path: Pat
     assert (trainer.learner.micro_batch_size, trainer.learner.gradient_checkpointing) == (2, True)
     assert (trainer.dtype, trainer.memory_check) == ("float32", False)
     assert trainer.env_url == "http://env:8100"
+
+
+def test_the_trainer_on_the_gpu_target_without_a_card_refuses_in_seconds(tmp_path: Path):
+    """`python -m halo_trainer` on the gpu target where torch finds no CUDA device (this machine, or a
+    container the NVIDIA runtime gave no card) exits with one line naming both fixes, before it
+    waits on any service; before, it started and logged the env's absence once a second."""
+    import sys
+    import time
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HALO_")}
+    env |= {"HALO_TRAINER_TARGET": "gpu", "HALO_DATA_DIR": str(tmp_path), "HALO_TRAINER_PORT": "1"}
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "halo_trainer"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "torch finds no CUDA device" in result.stderr and "HALO_TRAINER_TARGET=cpu" in result.stderr
+    assert "Traceback" not in result.stderr and time.monotonic() - started < 60

@@ -10,6 +10,18 @@ if __name__ == "__main__":
         # Checked before the service's heavy imports: a clear line and a non-zero exit, no traceback.
         sys.stderr.write(f"halo_trainer: {problem}\n")
         sys.exit(2)
+    device = settings.resolved_device()
+    if device.startswith("cuda"):
+        import torch  # the gpu target: a card must be there before anything waits on the services
+
+        if not torch.cuda.is_available():
+            sys.stderr.write(
+                f"halo_trainer: HALO_TRAINER_TARGET={settings.target} trains on {device}, but torch finds no CUDA "
+                f"device here (torch {torch.__version__}, CUDA build {torch.version.cuda}): in a container, the "
+                "NVIDIA container runtime must give it the card (`nvidia-smi` inside it lists one); on a machine "
+                "without a GPU, HALO_TRAINER_TARGET=cpu trains the tiny model\n"
+            )
+            sys.exit(2)
     from halo_trainer.config import DefaultsError, checked_defaults, profile_for
 
     try:  # every run reads it: a broken file stops the trainer here, not each run's request
