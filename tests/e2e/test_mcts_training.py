@@ -21,10 +21,13 @@ def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(st
         "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
         "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
         "--max-depth", "2", "--theta", "0.01", "--ucb-c", "1.414", "--eval-every", "0", "--name", "mcts",
-        "--widening", "0", "--detach", "--no-stack",
+        "--widening", "0", "--dense-return", "--detach", "--no-stack",
     )  # fmt: skip
     # widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
     # task has pairs for the DPO step this test is about; widening runs on the clone in test_mcts_search.
+    # dense return: on a one-click task every child is terminal, and a terminal node's value is its
+    # outcome (issue 47), 0 for every miss; its backed-up return with the click's near-target reward
+    # is what tells a close miss from a far one, and so gives the pairs.
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     status = stack.wait_run(run_id, {"finished"})
@@ -66,7 +69,7 @@ def test_trainer_killed_mid_mcts_run_resumes_without_losing_or_reusing_a_search(
         "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
         "--episodes", "4", "--jobs-per-update", "1", "--simulations", "2", "--max-children", "3",
         "--max-depth", "2", "--theta", "0.01", "--eval-every", "0", "--name", "mctsresume",
-        "--widening", "0", "--detach", "--no-stack",
+        "--widening", "0", "--dense-return", "--detach", "--no-stack",
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
