@@ -6,8 +6,9 @@
 #      registry answers), then the trainer and policy images FROM it, as `make up` builds them;
 #   2. the base holds exactly the GPU lock's versions (pip freeze against requirements/gpu-lock.txt),
 #      torch and vLLM are CUDA builds, the packages import;
-#   3. `vllm serve --help` runs in the policy image, and its resolved command on the gpu target has the
-#      gpu flags (bfloat16, the memory share, runtime LoRA);
+#   3. the policy image's vLLM is 0.32.0 and its OpenAI server imports (`vllm serve --help`
+#      itself needs a device: see step 3), and its resolved command on the gpu target has the gpu flags
+#      (bfloat16, the memory share, runtime LoRA);
 #   4. the trainer image answers `halo memory-plan` for an 80 GB card (fits) and a 40 GB one (refused);
 #   5. the trainer started on the gpu target with no card refuses within a minute with its one line.
 # Sizes and times go to bench/results/gpu_images.json.
@@ -66,9 +67,13 @@ assert torch.version.cuda, 'torch is not a CUDA build'
 print('torch', torch.__version__, 'CUDA', torch.version.cuda, 'vllm', vllm.__version__, 'transformers', transformers.__version__)
 " || fail "the base does not import"
 
-log "3. vllm serve --help, and the policy's gpu command"
-docker run --rm --network none --entrypoint python3 "$POLICY" -m vllm.entrypoints.openai.api_server --help >/dev/null \
-  || fail "vllm's server does not start its argument parser"
+log "3. vllm's CLI and server module, and the policy's gpu command"
+# Not `vllm serve --help` (nor `vllm --version`): vLLM 0.32's CLI builds its argument parser, whose
+# DeviceConfig raises "Failed to infer device type" where the CUDA build sees no GPU; the version, the
+# server module and the launcher's resolved command are what can be checked without a card.
+docker run --rm --network none --entrypoint python3 "$POLICY" \
+  -c "import vllm, vllm.entrypoints.openai.api_server; assert vllm.__version__ == '0.32.0', vllm.__version__" \
+  || fail "the policy image's vLLM is not 0.32.0 or its OpenAI server does not import"
 cmd=$(docker run --rm --network none --entrypoint python3 -e HALO_POLICY_TARGET=gpu "$POLICY" -m halo_policy command)
 for flag in "--dtype bfloat16" "--gpu-memory-utilization 0.45" "--enable-lora" "--max-loras"; do
   [[ "$cmd" == *"$flag"* ]] || fail "the policy's gpu command lacks $flag: $cmd"
