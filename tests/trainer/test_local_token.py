@@ -81,3 +81,20 @@ def test_the_cli_sends_the_token_from_the_users_file(trainer, clean_redis: str, 
     stopped = CliRunner().invoke(cli.app, ["runs", "stop", "r1"])
     assert stopped.exit_code == 0, stopped.output
     assert redis.Redis.from_url(clean_redis).sismember(keys.STOPPED_RUNS, "r1")
+
+
+def test_a_client_made_before_the_stack_wrote_its_token_sends_it(trainer, clean_redis: str, tmp_path: Path) -> None:
+    """`halo train` on a fresh data folder makes its client, then starts the stack, whose `up` writes
+    the token the trainer then requires: the client reads it at each request, not when it was made
+    (a newcomer's first `make train` answered 401 before)."""
+    from halo.cli import train_commands
+
+    settings, port = trainer
+    fresh = TrainerSettings(_env_file=None, data_dir=tmp_path / "fresh", port=port)
+    with train_commands._client(fresh) as client:
+        assert client.post("/runs/r1/stop", json={}).status_code == 401  # no token anywhere yet
+        token_path(fresh).parent.mkdir(parents=True)
+        token_path(fresh).write_text(settings.api_token.get_secret_value() + "\n")  # what `halo stack up` does
+        stopped = client.post("/runs/r1/stop", json={})
+    assert stopped.status_code == 200, stopped.text
+    assert redis.Redis.from_url(clean_redis).sismember(keys.STOPPED_RUNS, "r1")

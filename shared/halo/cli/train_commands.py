@@ -26,11 +26,23 @@ from halo.settings.trainer import TrainerSettings
 TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
 
 
+class StackToken(httpx.Auth):
+    """The run API's token, read at each request: HALO_TRAINER_API_TOKEN, else the local stack's file
+    (halo.local_token). Not once when the client is made: on a fresh data folder `halo train` makes
+    its client, then starts the stack, which writes the token the trainer then requires."""
+
+    def __init__(self, settings: TrainerSettings) -> None:
+        self.settings = settings
+
+    def auth_flow(self, request: httpx.Request):
+        if token := read_token(self.settings):
+            request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+
 def _client(settings: TrainerSettings) -> httpx.Client:
-    token = read_token(settings)  # HALO_TRAINER_API_TOKEN, else the local stack's (halo.local_token)
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     url = f"http://{'127.0.0.1' if settings.host in ('0.0.0.0', '') else settings.host}:{settings.port}"
-    return httpx.Client(base_url=url, headers=headers, timeout=30)
+    return httpx.Client(base_url=url, auth=StackToken(settings), timeout=30)
 
 
 def _api(call, *args, **kwargs) -> httpx.Response:
