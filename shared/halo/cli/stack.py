@@ -124,7 +124,34 @@ def up(services: list[str] | None = None, say: Callable[[str], None] = print) ->
             # Later services' readiness checks depend on earlier ones (env needs sites, trainer
             # needs everything), so each is ready before the next starts.
             _up_one(spec, state, settings, logs, trainer_env if spec.name == "trainer" else env, say)
+            if spec.name == "policy":
+                _await_capabilities(redis_url, say)
         return state
+
+
+def _await_capabilities(redis_url: str, say: Callable[[str], None], timeout_s: float = 60.0) -> None:
+    """Wait until the policy service advertises what its vLLM serves (halo_policy.capabilities): it
+    does so after its warm-up, seconds after vLLM's /health answers, and a run submitted in between
+    would miss the trainer's submit-time checks. Bounded: without the record, runs are checked at
+    their start, as before."""
+    import redis
+
+    from halo.schemas.policy_server import capabilities_key
+
+    policy = PolicySettings()
+    key = capabilities_key(policy.served_model_name, policy.port)
+    client = redis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if client.exists(key):
+                return
+            time.sleep(0.2)
+    except redis.RedisError:
+        pass
+    finally:
+        client.close()
+    say(f"  policy   not advertised in Redis after {timeout_s:.0f} s: runs are checked at their start instead")
 
 
 def _up_one(
