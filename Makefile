@@ -74,7 +74,7 @@ gpu-base:         ## the GPU images' base: Debian, Python 3.11, requirements/gpu
 images: compose-env $(if $(filter compose,$(COMPOSE_STACK)),gpu-base)  ## build the stack's images from this checkout (make up and make model do it first)
 	$(COMPOSE) build
 
-gpu-images-test:  ## the GPU images built here from requirements/gpu-lock.txt and smoke-tested without a GPU (docs/compose.md; Docker engine; ~10 GB, 20+ min cold)
+gpu-images-test:  ## the GPU images built here from requirements/gpu-lock.txt and smoke-tested without a GPU (docs/compose.md; Docker engine; 10.4 GB, about 6 min cold)
 	bash scripts/gpu_images_test.sh
 
 plan: images      ## the learner's memory plan for this box's card, inside the trainer image (no .venv needed); ARGS="--card a100-40gb" etc.
