@@ -64,6 +64,7 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from halo.actions import canonical_action
 from halo.policy_client import Candidate
@@ -391,12 +392,7 @@ class _Search:
             url, shot = step.observation.url, step.observation.screenshot.sha256
         child = tree.add_child(
             leaf,
-            action=cand.action,
-            parse_error=cand.parse_error,
-            completion_text=cand.text[:20_000],
-            completion_token_ids=cand.token_ids,
-            behaviour_logprobs=cand.logprobs,
-            policy_version=version,
+            **_sampled(cand, version),
             proposals=proposals,
             state_ref=state_ref,
             url=url,
@@ -482,12 +478,7 @@ class _Search:
             ended = step is not None and episode_ended(kept.branch)
             child = tree.add_child(
                 at,
-                action=cand.action,
-                parse_error=cand.parse_error,
-                completion_text=cand.text[:20_000],
-                completion_token_ids=cand.token_ids,
-                behaviour_logprobs=cand.logprobs,
-                policy_version=kept.version,
+                **_sampled(cand, kept.version),
                 state_ref=parent.state_ref if step is None else kept.state_ref,
                 url=parent.url if step is None else step.observation.url,
                 screenshot_sha256=parent.screenshot_sha256 if step is None else step.observation.screenshot.sha256,
@@ -500,6 +491,18 @@ class _Search:
             self.rollout_nodes += 1
             at = child.id
         return at
+
+
+def _sampled(cand: Candidate, version: int) -> dict[str, Any]:
+    """A tree child's fields from the candidate that made it: what a DPO pair trains on."""
+    return {
+        "action": cand.action,
+        "parse_error": cand.parse_error,
+        "completion_text": cand.text[:20_000],
+        "completion_token_ids": cand.token_ids,
+        "behaviour_logprobs": cand.logprobs,
+        "policy_version": version,
+    }
 
 
 @dataclass(frozen=True)
