@@ -1,6 +1,6 @@
 """What autograd keeps per token in one Qwen3-VL-8B decoder layer, one vision block and the head.
 
-The learner's memory plan (``halo_trainer.learner.memory_plan``) scales these per-token figures by the
+The learner's memory plan (``halo_trainer.learner.memory.plan``) scales these per-token figures by the
 layer count, the micro-batch and the sequence length; this bench measures them on the CPU, at the
 8B's real widths (``memory_dims.QWEN3_VL_8B``), with random weights:
 
@@ -40,7 +40,7 @@ from torch.utils.checkpoint import checkpoint
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from halo_trainer.learner.memory_dims import QWEN3_VL_8B  # noqa: E402
+from halo_trainer.learner.memory.dims import QWEN3_VL_8B  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

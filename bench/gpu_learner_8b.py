@@ -14,7 +14,7 @@ the 8B vocabulary) and an image processor at Qwen3-VL's real pixel limits, so a 
 as many vision tokens as on the real model.
 
 Reported: each update's wall time (median of --updates after one warm-up), the DPO step's, peak GPU
-memory (allocated and reserved) beside the memory plan's prediction (`halo_trainer.learner.memory_plan`, the
+memory (allocated and reserved) beside the memory plan's prediction (`halo_trainer.learner.memory.plan`, the
 check the trainer runs at a run's start), and model FLOP utilisation (MFU): model FLOPs over time
 over the card's bf16 dense peak (its datasheet figure, and the matmul rate measured here). FLOPs
 are counted, not estimated: torch's FlopCounterMode runs one micro-batch's forward, F, scaled by the
@@ -58,7 +58,10 @@ from halo.schemas import RunSpec  # noqa: E402
 from halo.settings.trainer import TrainerSettings  # noqa: E402
 from halo_model.tiny import TinyModelParams, qwen3vl_config  # noqa: E402
 from halo_trainer.config import RunConfig, load_defaults, profile_for, resolve  # noqa: E402
-from halo_trainer.learner import memory_dims, memory_fit, memory_parts, memory_plan  # noqa: E402
+from halo_trainer.learner.memory import dims as memory_dims  # noqa: E402
+from halo_trainer.learner.memory import fit as memory_fit  # noqa: E402
+from halo_trainer.learner.memory import parts as memory_parts  # noqa: E402
+from halo_trainer.learner.memory import plan as memory_plan  # noqa: E402
 
 # Qwen3-VL-8B-Instruct's sizes are declared once, in the memory plan (its config.json and
 # preprocessor_config.json: at these pixel limits a 1280x720 screenshot keeps its full resolution);

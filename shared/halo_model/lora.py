@@ -13,7 +13,7 @@ Where the adapter reaches is the run's ``lora_target`` preset (``LORA_TARGETS``)
 
 vLLM 0.32 applies the vision-side keys only when started with ``--enable-tower-connector-lora``
 (``HALO_POLICY_TOWER_LORA``); without it they are dropped with a start-up warning, and the served
-policy would silently differ from the trained one (``halo_trainer.learner.tower_check`` refuses such a run).
+policy would silently differ from the trained one (``halo_trainer.checks.tower_check`` refuses such a run).
 The patch embedding is a Conv3d, which vLLM cannot adapt: it is never a target;
 ``halo_model.full_weights`` trains it (and anything else) in full instead.
 """

@@ -165,7 +165,7 @@ async def test_a_different_image_budget_is_found_at_run_start(bf16_server, tiny_
     from halo.schemas.rollout import SamplingParams
     from halo.settings.trainer import TrainerSettings
     from halo_model.loading import load_processor
-    from halo_trainer.learner.prompt_check import served_prompt_problem
+    from halo_trainer.checks.prompt_check import served_prompt_problem
 
     sampling = SamplingParams(
         max_tokens=32, structured_outputs="regex", history_limit=8, viewport=Viewport(width=1280, height=720)

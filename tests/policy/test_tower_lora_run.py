@@ -1,5 +1,5 @@
 """A ``language+tower`` run end to end on vLLM: the learner's trained adapter serves as it scores,
-and the run-start probe (``halo_trainer.learner.tower_check``) tells a server that applies vision-side LoRA
+and the run-start probe (``halo_trainer.checks.tower_check``) tells a server that applies vision-side LoRA
 from one that drops it.
 
 Two vLLM starts, one after the other: a default server (no tower LoRA) for the refusal, stopped
@@ -65,8 +65,8 @@ def _client(settings: PolicySettings) -> PolicyClient:
 
 
 def test_the_probe_refuses_a_server_without_tower_lora(learner, tiny_model_dir, tmp_path) -> None:
-    from halo_trainer.learner.prompt_check import PromptCheckFailed
-    from halo_trainer.learner.tower_check import TowerLoraIgnored, check_tower_lora
+    from halo_trainer.checks.prompt_check import PromptCheckFailed
+    from halo_trainer.checks.tower_check import TowerLoraIgnored, check_tower_lora
 
     class Run:  # the two RunConfig fields the check reads
         lora_target = "language+tower"
@@ -93,7 +93,7 @@ def test_the_probe_refuses_a_server_without_tower_lora(learner, tiny_model_dir, 
 
 
 def test_the_probe_passes_a_server_with_tower_lora(tower_server, learner, tmp_path) -> None:
-    from halo_trainer.learner.tower_check import check_tower_lora
+    from halo_trainer.checks.tower_check import check_tower_lora
 
     settings, _ = tower_server
 

@@ -1,4 +1,4 @@
-"""The learner's memory plan (halo_trainer.learner.memory_plan): the shipped GPU layouts, the refusals and the
+"""The learner's memory plan (halo_trainer.learner.memory.plan): the shipped GPU layouts, the refusals and the
 settings they name, the coefficients' source, and the check at a run's start."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from halo.settings.policy import PolicySettings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.api.runs import MemoryPlanRefused, RunManager
 from halo_trainer.config import load_defaults, profile_for, resolve
-from halo_trainer.learner import memory_fit
-from halo_trainer.learner import memory_plan as mp
-from halo_trainer.learner.memory_dims import GIB, QWEN3_VL_8B, ModelDims, image_patches
-from halo_trainer.learner.memory_fit import ENV_CHECKPOINTING, ENV_DTYPE, ENV_MICRO_BATCH, Card
-from halo_trainer.learner.memory_parts import (
+from halo_trainer.learner.memory import fit as memory_fit
+from halo_trainer.learner.memory import plan as mp
+from halo_trainer.learner.memory.dims import GIB, QWEN3_VL_8B, ModelDims, image_patches
+from halo_trainer.learner.memory.fit import ENV_CHECKPOINTING, ENV_DTYPE, ENV_MICRO_BATCH, Card
+from halo_trainer.learner.memory.parts import (
     CUDA_CONTEXT_GIB,
     HEAD_SAVED_BYTES_PER_VOCAB,
     MEASURED_WIDTHS,

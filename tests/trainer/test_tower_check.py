@@ -15,8 +15,8 @@ from halo.policy_client import PolicyClient
 from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams
 from halo.settings.policy import PolicySettings
-from halo_trainer.learner.prompt_check import PromptCheckFailed
-from halo_trainer.learner.tower_check import TowerCheckUnanswered, check_tower_lora
+from halo_trainer.checks.prompt_check import PromptCheckFailed
+from halo_trainer.checks.tower_check import TowerCheckUnanswered, check_tower_lora
 
 
 def _unused_port() -> int:

@@ -127,7 +127,7 @@ class TrainerSettings(HaloSettings):
     )
     memory_check: bool = Field(
         True,
-        description="On the gpu target, refuse a run whose memory plan (halo_trainer.learner.memory_plan) does not fit "
+        description="On the gpu target, refuse a run whose memory plan (halo_trainer.learner.memory.plan) does not fit "
         "the card; false = log the plan only",
     )
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(

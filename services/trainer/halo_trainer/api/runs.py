@@ -34,8 +34,8 @@ from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.api.capabilities import learner_refusals, refusals, served_capabilities
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
+from halo_trainer.checks.prompt_check import PromptCheckFailed
 from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve
-from halo_trainer.learner.prompt_check import PromptCheckFailed
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.observe.trackers import Trackers
 from halo_trainer.observe.trackers import missing as missing_trackers
@@ -53,7 +53,7 @@ class ModelMismatch(RuntimeError):
 
 
 class MemoryPlanRefused(RuntimeError):
-    """The run's memory plan (``halo_trainer.learner.memory_plan``) does not fit the learner's card."""
+    """The run's memory plan (``halo_trainer.learner.memory.plan``) does not fit the learner's card."""
 
 
 class RunRefused(Exception):
@@ -267,7 +267,7 @@ class RunManager:
         fit the learner's card (beside vLLM's share unless HALO_TRAINER_POLICY_SHARES_CARD=false)
         refuses the run with the setting to change (``MemoryPlanRefused``); on the cpu target it is
         only logged (the host's RAM is not checked: the tiny model needs a few hundred MB)."""
-        from halo_trainer.learner import memory_plan
+        from halo_trainer.learner.memory import plan as memory_plan
 
         work = memory_plan.workload_for(cfg, learner_cfg, self.settings.resolved_dtype(), processor)
         dims = memory_plan.ModelDims.from_pretrained(model_path)
@@ -314,7 +314,7 @@ class RunManager:
     async def check_served_prompt(self, cfg: RunConfig, processor) -> None:
         """Before any job: the learner's processor must rebuild the prompt vLLM tokenises
         (``prompt_check``); an unreachable server is not an error here (the run loop waits for it)."""
-        from halo_trainer.learner.prompt_check import served_prompt_problem
+        from halo_trainer.checks.prompt_check import served_prompt_problem
 
         try:
             problem = await served_prompt_problem(self.policy, processor, cfg.sampling, self.settings.policy_model_name)
@@ -345,8 +345,8 @@ class RunManager:
 
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         await import_off_loop()  # the imports below are then lookups
+        from halo_trainer.checks.tower_check import check_tower_lora
         from halo_trainer.grpo.loop import GrpoLoop
-        from halo_trainer.learner.tower_check import check_tower_lora
         from halo_trainer.loop_parts.parts import LoopStatus
         from halo_trainer.mcts.loop import MctsLoop
         from halo_trainer.observe.plots import plot_run
@@ -453,7 +453,7 @@ class RunManager:
 LOOP_MODULES = (
     "halo_trainer.grpo.loop",
     "halo_trainer.mcts.loop",
-    "halo_trainer.learner.tower_check",
+    "halo_trainer.checks.tower_check",
     "halo_trainer.loop_parts.parts",
     "halo_trainer.observe.plots",
 )

@@ -1,4 +1,4 @@
-"""The sizes of a Qwen3-VL model that the learner's memory plan (``halo_trainer.learner.memory_plan``)
+"""The sizes of a Qwen3-VL model that the learner's memory plan (``halo_trainer.learner.memory.plan``)
 depends on: ``ModelDims`` from its config.json (parameter counts, LoRA's, the full-weight modules',
 the KV cache's), the 8B's published sizes (``QWEN3_VL_8B``, its image budget) and the vision patches
 of one screenshot after Qwen's resize (``image_patches``).

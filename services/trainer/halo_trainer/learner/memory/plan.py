@@ -2,13 +2,13 @@
 
 The trainer computes it when a run starts on the gpu target and refuses the run when it does not
 fit (``halo_trainer.api.runs``), naming the one setting to change; ``halo memory-plan`` (``python -m
-halo_trainer.learner.memory_plan``) prints it without starting a run.
+halo_trainer.learner.memory.plan``) prints it without starting a run.
 
 This module is its entry point: a run's workload from the trainer's settings (``workload_for``), the
 card as it is now (``card_from_device``) and the command line (``main``). The plan itself is in the
-sibling modules: the model's sizes (``memory_dims``), what each part of the learner holds and how it is
-counted (``memory_parts``), and whether it fits beside vLLM, with the one change that makes it fit when
-it does not (``memory_fit``).
+sibling modules: the model's sizes (``dims``), what each part of the learner holds and how it is
+counted (``parts``), and whether it fits beside vLLM, with the one change that makes it fit when
+it does not (``fit``).
 
 These are computed figures from CPU measurements; no GPU has checked them yet.
 """
@@ -21,7 +21,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from halo_trainer.learner.memory_dims import (
+from halo_trainer.learner.memory.dims import (
     DTYPE_BYTES,
     GIB,
     QWEN3_VL_8B,
@@ -29,8 +29,8 @@ from halo_trainer.learner.memory_dims import (
     QWEN3_VL_8B_MIN_PIXELS,
     ModelDims,
 )
-from halo_trainer.learner.memory_fit import TWO_CARD_UTILIZATION, Card, plan
-from halo_trainer.learner.memory_parts import Workload
+from halo_trainer.learner.memory.fit import TWO_CARD_UTILIZATION, Card, plan
+from halo_trainer.learner.memory.parts import Workload
 
 # The policy server's defaults (HALO_POLICY_GPU_MEMORY_UTILIZATION, HALO_POLICY_MAX_MODEL_LEN; a test
 # checks they are its settings' defaults): the CLI's planning values. A run's check measures instead.

@@ -23,7 +23,7 @@ from halo.policy_client import PolicyClient
 from halo.schemas.rollout import SamplingParams
 from halo.transport import CallError
 from halo_model.lora import reaches_vision
-from halo_trainer.learner.prompt_check import PromptCheckFailed, blank_screenshot
+from halo_trainer.checks.prompt_check import PromptCheckFailed, blank_screenshot
 
 logger = logging.getLogger("halo.trainer.tower_check")
 

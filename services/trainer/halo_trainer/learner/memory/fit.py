@@ -1,5 +1,5 @@
 """Does the memory plan fit the learner's card beside vLLM, and if not, the one setting to change
-(``halo_trainer.learner.memory_plan``): ``Card``, ``MemoryPlan`` (its table, verdict and JSON) and ``plan``.
+(``halo_trainer.learner.memory.plan``): ``Card``, ``MemoryPlan`` (its table, verdict and JSON) and ``plan``.
 
 vLLM's share is ``gpu_memory_utilization`` x the card's total memory; it must hold vLLM's bf16
 weights, one ``max_model_len`` sequence of KV cache and vLLM's own working memory (profiling
@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from halo_trainer.learner.memory_dims import DTYPE_BYTES, GIB, ModelDims
-from halo_trainer.learner.memory_parts import CUDA_CONTEXT_GIB, Workload, breakdown, prompt_tokens
+from halo_trainer.learner.memory.dims import DTYPE_BYTES, GIB, ModelDims
+from halo_trainer.learner.memory.parts import CUDA_CONTEXT_GIB, Workload, breakdown, prompt_tokens
 
 VLLM_WORKING_GIB = 3.0  # vLLM's profiling activations, CUDA graphs and CUDA context inside its share
 

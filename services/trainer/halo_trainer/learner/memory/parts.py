@@ -1,5 +1,5 @@
 """What each part of the learner holds on its card, one micro-batch at a time: the memory plan's
-arithmetic (``halo_trainer.learner.memory_plan``), item by item, in GiB.
+arithmetic (``halo_trainer.learner.memory.plan``), item by item, in GiB.
 
 What is counted, from the model's config and the run's settings (GiB = 2**30 bytes):
 
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from halo_trainer.learner.memory_dims import (
+from halo_trainer.learner.memory.dims import (
     DTYPE_BYTES,
     GIB,
     QWEN3_VL_8B_MAX_PIXELS,
