@@ -15,6 +15,7 @@ from halo.schemas import RunSpec, RunState
 from halo.settings.policy import PolicySettings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.api.runs import MemoryPlanRefused, RunManager
+from halo_trainer.checks import memory_plan_cli
 from halo_trainer.config import load_defaults, profile_for, resolve
 from halo_trainer.learner.memory import fit as memory_fit
 from halo_trainer.learner.memory import plan as mp
@@ -225,12 +226,12 @@ def test_target_resolves_dtype_device_and_checkpointing(monkeypatch) -> None:
 
 
 def test_the_cli_prints_the_plan_and_exits_1_when_it_does_not_fit(capsys) -> None:
-    assert mp.main(["--card", "h100-80gb"]) == 0
+    assert memory_plan_cli.main(["--card", "h100-80gb"]) == 0
     assert "fits:" in capsys.readouterr().out
-    assert mp.main(["--card", "a100-40gb", "--json"]) == 1
+    assert memory_plan_cli.main(["--card", "a100-40gb", "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert not out["fits"] and "two cards" in out["fix"]
-    assert mp.main(["--card", "a100-40gb", "--two-cards"]) == 0
+    assert memory_plan_cli.main(["--card", "a100-40gb", "--two-cards"]) == 0
 
 
 # -- the check at a run's start ---------------------------------------------------------------------

@@ -35,7 +35,7 @@ def memory_plan(ctx: typer.Context) -> None:
     """Will the learner fit beside vLLM? The gpu target's memory plan for a card (`halo memory-plan --card
     a100-40gb`, `--two-cards`, `--help`), as the trainer checks it when a run starts; exit 1 when it does not fit.
     """
-    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.learner.memory.plan", *ctx.args])))
+    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.checks.memory_plan_cli", *ctx.args])))
 
 
 def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:
