@@ -24,7 +24,7 @@ These prompts are never trained on, so they live here rather than in ``halo.prom
 messages the learner must rebuild token for token).
 
 A critic that fails (a ``CallError``) or answers something that is not a ranking
-(``CriticAnswerError``) does not stop the search: ``_Search`` gives that node's children the
+(``CriticAnswerError``) does not stop the search: ``SearchContext.score`` gives that node's children the
 neutral 0.5 and counts the failure (``mcts/critic_failures``).
 """
 
