@@ -15,7 +15,7 @@ update that decides what is learned and drops what only costs time:
   what the service pays: valid, novelty, the near-target rings, ``submitted``, success), one-step
   episodes as ``--max-steps 1`` runs have them;
 * advantages are the loop's (``objective.group_advantages``, dr_grpo), contrasted across the
-  layouts by the loop's own ``batching.contrast_by_key`` (``seed_contrast``), and the step is
+  layouts by the loop's own ``seed_contrast.contrast_by_key`` (``seed_contrast``), and the step is
   ``Learner.update`` (its AdamW, clipping, KL term to the adapter-free base).
 
 Each update samples N candidates on each of the 4 layouts (with ``--crn`` from one seed, as the
@@ -58,7 +58,7 @@ from halo_model.grammar import STOP_TOKENS, grammar_masks
 from halo_model.inputs import SampleRecord, build_batch, prompt_inputs
 from halo_model.loading import load_model, load_processor
 from halo_model.resolution import resolve_model
-from halo_trainer.learner.batching import contrast_by_key
+from halo_trainer.grpo.seed_contrast import contrast_by_key
 from halo_trainer.learner.learner import Learner, LearnerBatch
 from halo_trainer.learner.objective import group_advantages
 

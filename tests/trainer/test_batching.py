@@ -16,7 +16,9 @@ from halo.schemas import (
     Transition,
     Viewport,
 )
-from halo_trainer.learner.batching import advantages, contrast_across_seeds, select_groups
+from halo_trainer.grpo.groups import select_groups
+from halo_trainer.grpo.seed_contrast import contrast_across_seeds
+from halo_trainer.learner.batching import advantages
 from halo_trainer.observe.metrics import rollout_metrics, wilson_interval
 from tests.learner_config import plain_config
 

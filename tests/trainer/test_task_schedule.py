@@ -10,9 +10,9 @@ import pytest
 
 from halo.schemas import GroupMode, RunSpec, TaskSampling
 from halo_trainer.config import load_defaults, resolve
+from halo_trainer.grpo.task_schedule import FLOOR, task_of_job, task_weights, update_signal
 from halo_trainer.learner.batching import advantages
 from halo_trainer.loop_parts.state import Counters
-from halo_trainer.loop_parts.task_schedule import FLOOR, task_of_job, task_weights, update_signal
 from tests.trainer.test_batching import tr
 
 TASKS = ["local.playground-1", "local.playground-6", "local.playground-8"]

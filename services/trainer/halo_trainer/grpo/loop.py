@@ -4,7 +4,7 @@
     serve the current adapter; evaluate the starting policy
     while episodes remain and nobody asked to stop:
         collect `jobs_per_update` results, keeping that many jobs in flight    (loop_parts.pipeline)
-            (each job's task in turn, or drawn where updates find signal      (loop_parts.task_schedule))
+            (each job's task in turn, or drawn where updates find signal      (grpo.task_schedule))
             plus `prefetch_updates` updates' worth more, so workers sample while the learner
             updates; failed jobs are replaced, outages waited out, duplicates dropped
         keep the groups sampled at most `max_staleness` versions ago
@@ -33,10 +33,12 @@ import time
 
 from halo.schemas import GroupMode, RolloutResult, Transition
 from halo_trainer.config import RunConfig
-from halo_trainer.learner.batching import advantages, contrast_across_seeds, learner_batch, select_groups
+from halo_trainer.grpo.groups import select_groups
+from halo_trainer.grpo.seed_contrast import contrast_across_seeds
+from halo_trainer.grpo.task_schedule import task_of_job, update_signal
+from halo_trainer.learner.batching import advantages, learner_batch
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
-from halo_trainer.loop_parts.task_schedule import task_of_job, update_signal
 from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
 from halo_trainer.observe.task_counts import TrainTaskLog, train_task_counts
 

@@ -1,10 +1,13 @@
-"""From rollout results to a learner batch: grouping, staleness, advantages, exact model inputs."""
+"""From rollout results to a learner batch: each group's advantages and the exact model inputs.
+
+Which groups an update keeps and the seed contrast are GRPO's own (``halo_trainer.grpo``); the
+advantages are here because every loop's episode log shows them (``advantages_of``).
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
@@ -15,39 +18,6 @@ from halo_model.grammar import grammar_masks
 from halo_model.inputs import SampleRecord, build_batch
 from halo_trainer.learner.learner import LearnerBatch
 from halo_trainer.learner.objective import group_advantages
-
-
-@dataclass
-class Selection:
-    """The transitions an update learns from, and what was dropped on the way (counted in metrics)."""
-
-    groups: list[list[Transition]] = field(default_factory=list)
-    dropped_stale: int = 0
-    dropped_infra: int = 0
-    dropped_singleton: int = 0
-
-
-def select_groups(
-    transitions: Sequence[Transition], current_version: int, max_staleness: int, mode: GroupMode
-) -> Selection:
-    """Group by ``group_id``; drop infra-error and stale transitions, and groups left with one member
-    (one candidate, or one episode): with no baseline to compare with, their advantage is 0."""
-    out = Selection()
-    by_group: dict[str, list[Transition]] = defaultdict(list)
-    for t in transitions:
-        if t.infra_error:
-            out.dropped_infra += 1
-        elif current_version - t.policy_version > max_staleness:
-            out.dropped_stale += 1
-        else:
-            by_group[t.group_id].append(t)
-    for members in by_group.values():
-        size = len(members) if mode is GroupMode.STEP else len({t.episode_id for t in members})
-        if size < 2:
-            out.dropped_singleton += len(members)
-            continue
-        out.groups.append(members)
-    return out
 
 
 def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, advantage: str) -> list[list[float]]:
@@ -70,45 +40,9 @@ def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, advantag
     return out
 
 
-def contrast_across_seeds(
-    groups: Sequence[Sequence[Transition]], adv: Sequence[Sequence[float]], weight: float
-) -> tuple[list[list[float]], int]:
-    """Take out of each advantage ``weight`` times the part its action earned on every seed alike.
-
-    A step group's advantage mixes two things: how good the action is on any seed of the task, and
-    how much better it is on this seed's page. Where the batch played one action (the same text,
-    at the same step, after the same history) on two or more seeds of one task, the mean of its
-    per-seed advantages is the first part; subtracting it leaves the second. With ``weight`` 1 the
-    summed update has no component that moves every seed's policy the same way: on a moving target
-    that is the screen-blind step, which otherwise outweighs the screen-dependent one about 100 to
-    1 (docs/results.md). The baseline depends on the action, so the update is the gradient of
-    sum_s E[A_s(a) - mean_s' A_s'(a)], not of the return: on this task both peak at reading the
-    screen, but a task whose answer is the same on every seed gets no signal where actions
-    coincide. Actions played on one seed only keep their advantage. Returns the advantages and how
-    many transitions were contrasted.
-    """
-    keys = [[(t.task_id, t.step, tuple(t.prompt.history), t.completion_text) for t in g] for g in groups]
-    return contrast_by_key(keys, adv, weight)
-
-
-def contrast_by_key(
-    keys: Sequence[Sequence[Hashable]], adv: Sequence[Sequence[float]], weight: float
-) -> tuple[list[list[float]], int]:
-    """``contrast_across_seeds`` over groups whose members are named by ``keys``: one key is one
-    action (task, step, history, text); a key in two or more groups is contrasted."""
-    per_action: dict[Hashable, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for g, (members, values) in enumerate(zip(keys, adv, strict=True)):
-        for key, a in zip(members, values, strict=True):
-            per_action[key][g].append(a)
-    shared: dict[Hashable, float] = {}
-    for key, by_group in per_action.items():
-        if len(by_group) > 1:
-            shared[key] = sum(sum(v) / len(v) for v in by_group.values()) / len(by_group)
-    out = [
-        [a - weight * shared.get(key, 0.0) for key, a in zip(members, values, strict=True)]
-        for members, values in zip(keys, adv, strict=True)
-    ]
-    return out, sum(key in shared for members in keys for key in members)
+def advantages_of(mode: GroupMode, advantage: str) -> Callable[[Sequence[Sequence[Transition]]], list[list[float]]]:
+    """``advantages`` with a run's group mode and estimator fixed: what a loop hands its episode log."""
+    return partial(advantages, mode=mode, advantage=advantage)
 
 
 def learner_batch(
