@@ -87,7 +87,7 @@ class TinyModelParams:
     num_position_embeddings: int = 576  # 24 x 24 learned vision position grid (interpolated)
     # Images are resized (aspect kept, sides floored to multiples of 32) to at most this many
     # pixels: a 1280x720 screenshot becomes 448x224 = 98 vision tokens (7 x 14 after the 2x2 merge,
-    # measured by scripts/vision_diagnostic.py). The same processor config is read
+    # measured by experiments/vision_diagnostic.py). The same processor config is read
     # by vLLM and by the learner, so both sides see identical pixels and token counts.
     max_pixels: int = 448 * 256
     min_pixels: int = 32 * 32 * 4

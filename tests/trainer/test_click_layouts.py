@@ -1,4 +1,4 @@
-"""scripts/click_layouts.py's pure parts: the first-click reward the vision diagnostic scores answers with."""
+"""experiments/click_layouts.py's pure parts: the first-click reward the vision diagnostic scores answers with."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ PG4_SEED0 = {
 
 @pytest.fixture(scope="module")
 def layouts():
-    return load_script("scripts/click_layouts.py")
+    return load_script("experiments/click_layouts.py")
 
 
 def click_at(x: float, y: float, action: str = "left_click") -> Candidate:

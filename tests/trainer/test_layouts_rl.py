@@ -1,4 +1,4 @@
-"""scripts/layouts_rl.py: its sampler stays in the grammar the learner replays, and its readings."""
+"""experiments/layouts_rl.py: its sampler stays in the grammar the learner replays, and its readings."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tests.script_module import load_script
 
 @pytest.fixture(scope="module")
 def layouts_rl():
-    return load_script("scripts/layouts_rl.py")
+    return load_script("experiments/layouts_rl.py")
 
 
 @pytest.mark.slow  # up to 256 tokens a draw from the random-weight model, each replayed: ~10-30 s on 2 cores

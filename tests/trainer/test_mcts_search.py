@@ -485,7 +485,7 @@ async def test_eval_search_replays_the_returned_path_on_the_playground_clone(clo
 
 
 def _script():
-    return load_script("scripts/search_vs_sampling.py")
+    return load_script("experiments/search_vs_sampling.py")
 
 
 async def test_sampled_episodes_stay_within_the_search_budget():

@@ -1,4 +1,4 @@
-"""scripts/moving_target_record.py: layouts, pairing and the pooled interval read from a run folder."""
+"""experiments/moving_target_record.py: layouts, pairing and the pooled interval read from a run folder."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.script_module import load_script
 
 @pytest.fixture(scope="module")
 def rec():
-    return load_script("scripts/moving_target_record.py")
+    return load_script("experiments/moving_target_record.py")
 
 
 def _episode(job_id: str, update: int, purpose: str, actions: list[str], hits: list[bool]) -> dict:

@@ -1,4 +1,4 @@
-"""scripts/task_share_record.py: shares, first and last windows and greedy counts from a run folder."""
+"""experiments/task_share_record.py: shares, first and last windows and greedy counts from a run folder."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from tests.script_module import load_script
 
 
 def test_shares_windows_and_evaluations(tmp_path):
-    rec = load_script("scripts/task_share_record.py")
+    rec = load_script("experiments/task_share_record.py")
     run = tmp_path / "r"
     run.mkdir()
     run_cfg = {"run_id": "r", "seed": 0, "task_sampling": "signal", "tasks": ["a", "b"]}
@@ -35,7 +35,7 @@ def test_shares_windows_and_evaluations(tmp_path):
 def test_reads_like_the_viewer_a_cut_line_and_bad_counts_skipped(tmp_path):
     """A run still writing (its last line cut) and a count the viewer would not use (successes above
     episodes) are left out, as the viewer's per-task table leaves them out."""
-    rec = load_script("scripts/task_share_record.py")
+    rec = load_script("experiments/task_share_record.py")
     run = tmp_path / "r"
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"run": {"tasks": ["a"], "seed": 0}}))

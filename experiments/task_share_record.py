@@ -1,7 +1,7 @@
 """What a several-task run gave each task: its share of the training jobs, its sampled success early
 and late, and its held-out greedy success per evaluation, read from the run folders.
 
-    .venv/bin/python scripts/task_share_record.py var/runs/RUN [var/runs/RUN ...] --window 10 \\
+    .venv/bin/python experiments/task_share_record.py var/runs/RUN [var/runs/RUN ...] --window 10 \\
         --out docs/data/newcomer_task_sampling.json
 
 ``train_tasks.jsonl`` (one line per update: episodes and successes per task) and ``eval.jsonl``

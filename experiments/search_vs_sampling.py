@@ -6,9 +6,9 @@ and horizon, the trainer's own episode code) are played until they have used E e
 the share of (task, seed) on which each found a success, with 95% Wilson intervals, and the exact
 McNemar test on the paired outcomes (the same task and seed in both arms).
 
-    python scripts/search_vs_sampling.py --task local.playground-7 --task local.playground-9 --seeds 5
-    python scripts/search_vs_sampling.py --domain playground --seeds 3 --simulations 10 --out svs.json
-    python scripts/search_vs_sampling.py --task local.playground-11 --seeds 30 --simulations 1000 \
+    python experiments/search_vs_sampling.py --task local.playground-7 --task local.playground-9 --seeds 5
+    python experiments/search_vs_sampling.py --domain playground --seeds 3 --simulations 10 --out svs.json
+    python experiments/search_vs_sampling.py --task local.playground-11 --seeds 30 --simulations 1000 \
         --env_step_budget 48 --max_children 8 --out svs.json     # every search and its sampling: 48 env steps
 
 The search's settings are the run's ``mcts`` knobs (``--widening``, ``--env_step_budget``, ...).

@@ -1,7 +1,7 @@
 """Can the tiny random-weight Qwen3-VL be given eyes? An experiment, NOT a training path.
 
 The RL runs on the moving target (docs/results.md) and their learner-alone replay
-(``scripts/layouts_rl.py``) stay screen-blind: at the random-weight model, only 1-3 % of a
+(``experiments/layouts_rl.py``) stay screen-blind: at the random-weight model, only 1-3 % of a
 layout's gradient depends on the screenshot, and RL's candidates change every update, so that
 part averages away. A pretrained Qwen3-VL is not like that: it was pretrained to point at what it
 sees (grounding, in the same 0-1000 coordinates its clicks use). This script asks whether the tiny
@@ -13,7 +13,7 @@ answers on held-out canvases: the mean distance to the centre (0-1000 units) and
 the box. ``--save DIR`` writes the trained weights as a model folder (the base folder's tokenizer,
 processor and template), for ``layouts_rl.py --model DIR`` and vLLM.
 
-    .venv/bin/python scripts/pretrain_pointing.py --steps 3000 --out var/probe/pointing.jsonl \\
+    .venv/bin/python experiments/pretrain_pointing.py --steps 3000 --out var/probe/pointing.jsonl \\
         --save var/models/tiny-pointing-s0
 """
 

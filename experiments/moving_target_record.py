@@ -10,7 +10,7 @@ job's seed is ``100003 * run seed + job index`` (``halo_trainer.loop_parts.jobs`
 slot's is 1000000 + slot. Nothing here trains; it reads ``config.json``, ``eval.jsonl`` and
 ``episodes.jsonl`` (written for every training job when ``record_episodes_every`` is 1).
 
-    .venv/bin/python scripts/moving_target_record.py var/runs/<run_a> var/runs/<run_b> \\
+    .venv/bin/python experiments/moving_target_record.py var/runs/<run_a> var/runs/<run_b> \\
         --block 40 --last-evals 5 --out docs/data/pg2_crn.json
 """
 

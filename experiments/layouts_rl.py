@@ -28,7 +28,7 @@ clicked), vLLM's sampler (the learner's float32 sampler, not bit-identical draws
 versioning and staleness; a setting that learns here still has to be confirmed on the stack.
 
     .venv/bin/halo stack up -s sites
-    .venv/bin/python scripts/layouts_rl.py --updates 400 --lr 3e-3 --crn --lora-target language+tower \\
+    .venv/bin/python experiments/layouts_rl.py --updates 400 --lr 3e-3 --crn --lora-target language+tower \\
         --no-describe-tools --out var/probe/layouts_rl.jsonl
 """
 

@@ -1,0 +1,65 @@
+"""What the cluster layer writes to Redis: the rollout nodes' status and the policy replicas' registry.
+
+Ray places and supervises; these records are how everything else (``halo cluster status``, the
+policy client on any node, the adapter publisher) learns what Ray placed, without importing Ray.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from halo.schemas.base import Message
+
+# A node is "placing" until its actor answers; past the creation deadline it is "unplaceable" with
+# Ray's reason (no node offers the resources, say) and stays queued: a node joining later takes it.
+NodeState = Literal["placing", "running", "unplaceable", "restarting", "stopped"]
+
+
+class ProcessState(Message):
+    name: str
+    pid: int | None = None
+    alive: bool = False
+    restarts: int = 0
+    last_exit: int | None = None  # exit status of the last death, None while it never died
+
+
+class RolloutNodeStatus(Message):
+    name: str
+    state: NodeState
+    reason: str = ""  # why it is not running, in words
+    node_id: str | None = None  # Ray's node id once placed
+    address: str | None = None  # the node's IP: where its env, reward and sites listen
+    urls: dict[str, str] = Field(default_factory=dict)  # service name -> URL on that node
+    processes: list[ProcessState] = Field(default_factory=list)
+    actor_restarts: int = 0
+    since: float = 0.0  # unix time of the last state change
+
+
+class ClusterStatus(Message):
+    updated_at: float
+    ray_address: str
+    wanted_nodes: int
+    nodes: list[RolloutNodeStatus] = Field(default_factory=list)
+    ray_nodes_alive: int = 0
+
+
+class ReplicaRecord(Message):
+    """One policy replica (a vLLM server), as it registers itself; the key expires unless refreshed."""
+
+    replica_id: str
+    url: str
+    max_loras: int = Field(..., ge=1)
+    adapters: list[str] = Field(default_factory=list)  # what it served at its last heartbeat
+    registered_at: float = 0.0
+
+
+class FanoutResult(Message):
+    """One adapter version pushed to every live replica."""
+
+    name: str
+    current: bool  # every live replica lists it in /v1/models
+    seconds: float  # wall time of the whole publish
+    per_replica_s: dict[str, float] = Field(default_factory=dict)
+    missing: dict[str, str] = Field(default_factory=dict)  # replica id -> why it does not list it
