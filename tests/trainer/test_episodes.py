@@ -10,6 +10,7 @@ from PIL import Image
 
 from halo.schemas import BranchPolicy, GroupMode
 from halo.screenshots import ScreenshotStore
+from halo_trainer.learner.batching import advantages_of
 from halo_trainer.observe.episode_log import EpisodeLog, episode_image, read_episodes
 from halo_trainer.observe.filmstrip import MARKER, draw_action, to_image_pixels
 from halo_trainer.rollout.play import run_job
@@ -19,7 +20,7 @@ from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 async def test_a_step_group_record_holds_every_fork_with_its_advantage_and_the_branch_continued(tmp_path):
     job = job_for(group_size=3, max_steps=2, branch=BranchPolicy.BEST)
     result = await run_job(services(), job)
-    log = EpisodeLog(tmp_path / "episodes.jsonl", every=1, mode=GroupMode.STEP, advantage="dr_grpo")
+    log = EpisodeLog(tmp_path / "episodes.jsonl", 1, advantages_of(GroupMode.STEP, "dr_grpo"))
     [record] = log.write(result, update=4)
 
     assert record["update"] == 4 and record["purpose"] == "train" and len(record["steps"]) == 2
@@ -33,7 +34,7 @@ async def test_a_step_group_record_holds_every_fork_with_its_advantage_and_the_b
 
 
 async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_path):
-    log = EpisodeLog(tmp_path / "episodes.jsonl", every=3, mode=GroupMode.EPISODE, advantage="dr_grpo")
+    log = EpisodeLog(tmp_path / "episodes.jsonl", 3, advantages_of(GroupMode.EPISODE, "dr_grpo"))
     written = []
     for i in range(6):
         job = job_for(job_id=f"j{i}", group_id=f"j{i}", kind="train_episode_group", group_size=2, max_steps=1)
@@ -42,7 +43,7 @@ async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_pat
     written += [r["job_id"] for r in log.write(await run_job(services(), evaluation), update=6)]
     assert written == ["j0", "j0", "j3", "j3", "ev0"]
     assert (
-        EpisodeLog(tmp_path / "none.jsonl", every=0, mode=GroupMode.EPISODE, advantage="grpo").write(
+        EpisodeLog(tmp_path / "none.jsonl", 0, advantages_of(GroupMode.EPISODE, "grpo")).write(
             await run_job(services(), job_for(kind="train_episode_group", group_size=2, max_steps=1)), update=0
         )
         == []
@@ -52,7 +53,7 @@ async def test_training_jobs_are_sampled_and_evaluations_always_recorded(tmp_pat
 async def test_an_unparsed_answer_is_recorded_with_its_raw_text_and_parse_error(tmp_path):
     policy = PolicyStandIn(lambda n, i: [None] * n)
     result = await run_job(services(policy=policy), job_for(group_size=2, max_steps=1))
-    [record] = EpisodeLog(tmp_path / "e.jsonl", 1, GroupMode.STEP, "dr_grpo").write(result, update=0)
+    [record] = EpisodeLog(tmp_path / "e.jsonl", 1, advantages_of(GroupMode.STEP, "dr_grpo")).write(result, update=0)
     candidate = record["steps"][0]["candidates"][0]
     assert candidate["action"] is None and candidate["raw"] == "I would click"
     assert (
@@ -79,7 +80,7 @@ async def test_the_trackers_episode_image_has_one_frame_per_step(tmp_path):
     store = ScreenshotStore(tmp_path / "shots")
     job = job_for(group_size=2, max_steps=2)
     result = await run_job(services(), job)
-    [record] = EpisodeLog(tmp_path / "e.jsonl", 1, GroupMode.STEP, "dr_grpo").write(result, update=0)
+    [record] = EpisodeLog(tmp_path / "e.jsonl", 1, advantages_of(GroupMode.STEP, "dr_grpo")).write(result, update=0)
     assert episode_image(record, store) is None  # no screenshot stored: nothing to draw
     for step in record["steps"]:
         real = store.put(png(1280, 720))

@@ -25,6 +25,7 @@ from halo.screenshots import ScreenshotStore
 from halo.settings.env import DEFAULT_CHROMIUM_ARGS
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, resolve
+from halo_trainer.learner.batching import advantages_of
 from halo_trainer.mcts.tree import Tree
 from halo_trainer.observe.episode_log import EpisodeLog
 from halo_trainer.observe.filmstrip import MARKER, to_image_pixels
@@ -88,7 +89,9 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
         log.write(update, update, metrics, run_id=RUN)
     job = job_for(run_id=RUN, job_id=f"{RUN}-j0", group_id=f"{RUN}-j0", group_size=3)
     result = asyncio.run(run_job(services(), job))
-    [record] = EpisodeLog(folder / "episodes.jsonl", 1, GroupMode.STEP, "dr_grpo").write(result, update=1)
+    [record] = EpisodeLog(folder / "episodes.jsonl", 1, advantages_of(GroupMode.STEP, "dr_grpo")).write(
+        result, update=1
+    )
     # The stand-in env names its screenshots by hash only: store real PNGs and point the steps (and
     # where each fork led) at them.
     for i, step in enumerate(record["steps"]):

@@ -18,6 +18,7 @@ from halo.schemas.promotion import PromoteResponse
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.api.app import create_app
+from halo_trainer.learner.batching import advantages_of
 from halo_trainer.observe.episode_log import EpisodeLog
 from halo_trainer.rollout.play import run_job
 from tests.trainer.stand_ins import job_for, services
@@ -165,7 +166,9 @@ async def test_the_evaluation_routes_read_the_eval_folder(client) -> None:
 
 async def test_a_step_groups_record_keeps_the_screenshot_each_fork_led_to(tmp_path: Path) -> None:
     result = await run_job(services(), job_for(run_id="forks", group_size=3))
-    [record] = EpisodeLog(tmp_path / "episodes.jsonl", 1, GroupMode.STEP, "dr_grpo").write(result, update=1)
+    [record] = EpisodeLog(tmp_path / "episodes.jsonl", 1, advantages_of(GroupMode.STEP, "dr_grpo")).write(
+        result, update=1
+    )
     by_id = {t.transition_id: t for t in result.transitions}
     assert len(record["steps"]) == 2
     for k, step in enumerate(record["steps"]):

@@ -10,13 +10,20 @@ Values: ``q_mcts`` is the running mean of the returns backed up through the node
 visited); ``q_critic`` is the critic's score of the action at the parent's state; ``q`` is the
 composite ``alpha * q_mcts + (1 - alpha) * q_critic`` the search selected and paired by (the
 critic's score alone while the node is unvisited). ``halo_trainer.mcts.tree`` keeps them consistent.
+
+What is read off a finished tree, its most visited path and its preference pairs, is defined here
+on the record (``SearchTree.most_visited_path``, ``SearchTree.preference_pairs``): the DPO step and
+the run viewer read the same pairs from the same file.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from halo.schemas.actions import Action, ActionParseError
 from halo.schemas.base import Message
@@ -60,6 +67,22 @@ class TreeNode(Message):
     children: dict[str, NodeId] = Field(default_factory=dict)  # action_key -> node id
 
 
+def explored(node: TreeNode) -> bool:
+    """Whether the action into ``node`` was tried: visited, or terminal (its outcome came with it)."""
+    return node.visits > 0 or node.terminal
+
+
+@dataclass(frozen=True)
+class Preference:
+    """At ``node``'s state, the action into ``chosen`` is preferred to the action into ``rejected``."""
+
+    node: int
+    chosen: int
+    rejected: int
+    chosen_q: float
+    rejected_q: float
+
+
 class SearchTree(Message):
     search_id: Id
     run_id: Id
@@ -101,3 +124,49 @@ class SearchTree(Message):
         if self.best_path and self.best_path[0] != 0:
             raise ValueError("best_path must start at the root (node 0)")
         return self
+
+    @classmethod
+    def read(cls, path: Path | str) -> SearchTree:
+        """A tree file; one that is not a tree raises ValueError naming the file and the problem."""
+        path = Path(path)
+        try:
+            return cls.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "file"
+            raise ValueError(
+                f"{path}: not a search tree ({exc.error_count()} errors; {where}: {first['msg']})"
+            ) from None
+
+    def children_of(self, node_id: int) -> list[TreeNode]:
+        return [self.nodes[i] for i in self.nodes[node_id].children.values()]
+
+    def most_visited_path(self) -> list[int]:
+        """From the root, the most visited child (ties: higher composite Q, then the first added)
+        until a node none of whose children was visited."""
+        out = [0]
+        while visited := [ch for ch in self.children_of(out[-1]) if ch.visits > 0]:
+            out.append(max(visited, key=lambda ch: (ch.visits, ch.q)).id)
+        return out
+
+    def preference_pairs(self, theta: float) -> list[Preference]:
+        """At every explored (visited and expanded) node, each pair of explored children (``explored``)
+        whose composite Q differs by at least ``theta``; chosen is the higher. Ordered by node, then by Q.
+
+        Only explored children, as Agent Q builds pairs: an untried child's ``q`` is its critic score
+        alone, while a visited one's mixes in its rollouts, so comparing the two would rank by which
+        was tried first (the critic's favourite, visited and failed at 0.3, would lose to an untried
+        sibling's 0.5). A terminal child counts as explored: its ``q`` already takes its outcome, on
+        the same scale as a visit's (``halo_trainer.mcts.tree.Tree._first_q``)."""
+        if theta < 0:
+            raise ValueError(f"theta must be >= 0, got {theta}")
+        out: list[Preference] = []
+        for node in self.nodes:
+            if node.visits == 0:
+                continue
+            ranked = sorted((ch for ch in self.children_of(node.id) if explored(ch)), key=lambda ch: -ch.q)
+            for hi, lo in combinations(ranked, 2):
+                # A tie (gap 0) is never a preference, even when theta is 0.
+                if hi.q - lo.q >= theta and hi.q > lo.q:
+                    out.append(Preference(node.id, hi.id, lo.id, hi.q, lo.q))
+        return out

@@ -36,7 +36,7 @@ from halo_trainer.config import RunConfig
 from halo_trainer.grpo.groups import select_groups
 from halo_trainer.grpo.seed_contrast import contrast_across_seeds
 from halo_trainer.grpo.task_schedule import task_of_job, update_signal
-from halo_trainer.learner.batching import advantages, learner_batch
+from halo_trainer.learner.batching import advantages, advantages_of, learner_batch
 from halo_trainer.loop_parts.jobs import train_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.observe.metrics import GapAlarm, rollout_metrics
@@ -47,7 +47,13 @@ class GrpoLoop:
     def __init__(self, cfg: RunConfig, **services) -> None:
         self.cfg = cfg
         per_job = 1 if cfg.group_mode is GroupMode.STEP else cfg.num_generations  # step groups: one episode
-        self.parts = RunParts(cfg, train_job=self._train_job, episodes_per_job=per_job, **services)
+        self.parts = RunParts(
+            cfg,
+            train_job=self._train_job,
+            episodes_per_job=per_job,
+            advantages=advantages_of(cfg.group_mode, cfg.advantage),
+            **services,
+        )
         self.c, self.learner = self.parts.c, self.parts.learner
         self.gap_alarm = GapAlarm(cfg.behaviour_gap_alarm, cfg.run_id)
         self.task_log = TrainTaskLog(self.parts.run_dir / "train_tasks.jsonl")

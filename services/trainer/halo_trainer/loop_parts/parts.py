@@ -35,7 +35,7 @@ from halo_trainer.loop_parts.pipeline import JobPipeline, Outage
 from halo_trainer.loop_parts.progress import Progress
 from halo_trainer.loop_parts.publisher import PolicyPublisher
 from halo_trainer.loop_parts.state import Counters
-from halo_trainer.observe.episode_log import EpisodeLog
+from halo_trainer.observe.episode_log import Advantages, EpisodeLog
 from halo_trainer.observe.metrics import MetricsLog
 from halo_trainer.observe.trackers import Trackers
 from halo_trainer.streams import jobs_queue, results_queue
@@ -60,6 +60,7 @@ class RunParts:
         *,
         train_job: Callable[[PolicyVersion, int], RolloutJob],
         episodes_per_job: int,
+        advantages: Advantages,
         redis: aioredis.Redis,
         policy: PolicyClient,
         learner: Learner,
@@ -79,7 +80,7 @@ class RunParts:
         self.c = Counters()
         self.progress = Progress(self._report_phase)
         self.metrics = MetricsLog(self.run_dir / "metrics.jsonl", trackers=trackers)
-        episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, cfg.group_mode, cfg.advantage)
+        episodes = EpisodeLog(self.run_dir / "episodes.jsonl", cfg.record_episodes_every, advantages)
         self.publisher = PolicyPublisher(
             run_id=cfg.run_id,
             redis=redis,

@@ -40,6 +40,7 @@ from collections import defaultdict
 
 from halo.schemas import PolicyVersion, RolloutResult, SearchJob
 from halo_trainer.config import RunConfig
+from halo_trainer.learner.batching import advantages_of
 from halo_trainer.loop_parts.jobs import search_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
@@ -57,7 +58,9 @@ class MctsLoop:
         if cfg.mcts is None:
             raise ValueError(f"run {cfg.run_id}: algorithm {cfg.algorithm.value!r} has no mcts settings")
         self.cfg, self.search = cfg, cfg.mcts
-        self.parts = RunParts(cfg, train_job=self._search_job, episodes_per_job=1, **services)
+        # its evaluation episodes are logged with the advantages a GRPO run would show (groups of one: 0)
+        advantages = advantages_of(cfg.group_mode, cfg.advantage)
+        self.parts = RunParts(cfg, train_job=self._search_job, episodes_per_job=1, advantages=advantages, **services)
         self.c, self.learner = self.parts.c, self.parts.learner
         self.task_log = TrainTaskLog(self.parts.run_dir / "train_tasks.jsonl")
 

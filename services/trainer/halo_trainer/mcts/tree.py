@@ -36,15 +36,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from pydantic import ValidationError
-
 from halo.actions import canonical_action
-from halo.schemas import Action, ActionParseError, PromptRecord, SamplingParams, SearchTree, TreeNode
+from halo.schemas import Action, ActionParseError, PromptRecord, SamplingParams
+from halo.schemas.search import Preference, SearchTree, TreeNode
 
 
 class Proposal(Protocol):
@@ -55,17 +53,6 @@ class Proposal(Protocol):
 
 
 P = TypeVar("P", bound=Proposal)
-
-
-@dataclass(frozen=True)
-class Preference:
-    """At ``node``'s state, the action into ``chosen`` is preferred to the action into ``rejected``."""
-
-    node: int
-    chosen: int
-    rejected: int
-    chosen_q: float
-    rejected_q: float
 
 
 def composite_q(q_mcts: float | None, q_critic: float | None, alpha: float) -> float:
@@ -95,11 +82,6 @@ def critic_priors(children: Sequence[TreeNode]) -> list[float]:
     if total <= 0:
         return [1.0 / len(children)] * len(children)
     return [x / total for x in scores]
-
-
-def explored(node: TreeNode) -> bool:
-    """Whether the action into ``node`` was tried: visited, or terminal (its outcome came with it)."""
-    return node.visits > 0 or node.terminal
 
 
 class Tree:
@@ -336,34 +318,12 @@ class Tree:
     # --- results -------------------------------------------------------------------------------
 
     def best_path(self) -> list[int]:
-        """From the root, the most visited child (ties: higher composite Q, then the first added)
-        until a node none of whose children was visited."""
-        out = [0]
-        while visited := [ch for ch in self.children(out[-1]) if ch.visits > 0]:
-            out.append(max(visited, key=lambda ch: (ch.visits, ch.q)).id)
-        return out
+        """The most visited path (``SearchTree.most_visited_path``)."""
+        return self.record.most_visited_path()
 
     def preference_pairs(self, theta: float) -> list[Preference]:
-        """At every explored (visited and expanded) node, each pair of explored children (``explored``)
-        whose composite Q differs by at least ``theta``; chosen is the higher. Ordered by node, then by Q.
-
-        Only explored children, as Agent Q builds pairs: an untried child's ``q`` is its critic score
-        alone, while a visited one's mixes in its rollouts, so comparing the two would rank by which
-        was tried first (the critic's favourite, visited and failed at 0.3, would lose to an untried
-        sibling's 0.5). A terminal child counts as explored: its ``q`` already takes its outcome, on
-        the same scale as a visit's (``_first_q``)."""
-        if theta < 0:
-            raise ValueError(f"theta must be >= 0, got {theta}")
-        out: list[Preference] = []
-        for node in self.record.nodes:
-            if node.visits == 0:
-                continue
-            ranked = sorted((ch for ch in self.children(node.id) if explored(ch)), key=lambda ch: -ch.q)
-            for hi, lo in combinations(ranked, 2):
-                # A tie (gap 0) is never a preference, even when theta is 0.
-                if hi.q - lo.q >= theta and hi.q > lo.q:
-                    out.append(Preference(node.id, hi.id, lo.id, hi.q, lo.q))
-        return out
+        """The tree's preference pairs at ``theta`` (``SearchTree.preference_pairs``, which the viewer reads too)."""
+        return self.record.preference_pairs(theta)
 
     def critic_agreement(self) -> float | None:
         """Among pairs of visited siblings, the share the critic orders as their ``q_mcts`` does
@@ -417,11 +377,4 @@ class Tree:
 
 def load_tree(path: Path | str) -> Tree:
     """Read a tree file; a file that is not one raises ValueError naming the file and the problem."""
-    path = Path(path)
-    try:
-        record = SearchTree.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "file"
-        raise ValueError(f"{path}: not a search tree ({exc.error_count()} errors; {where}: {first['msg']})") from None
-    return Tree(record)
+    return Tree(SearchTree.read(path))

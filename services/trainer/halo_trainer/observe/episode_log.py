@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
-from halo.schemas import GroupMode, RolloutResult, Transition
+from halo.schemas import RolloutResult, Transition
 from halo.screenshots import ScreenshotStore
 from halo_trainer.observe.filmstrip import MAX_FRAMES, draw_action, strip
 
 RAW_CHARS = 2000
+
+# Each group's advantages as the run's loop computes them (``halo_trainer.learner.batching.advantages_of``):
+# the log shows the loop's numbers, and the viewer's process never needs torch to write or read them.
+Advantages = Callable[[Sequence[Sequence[Transition]]], list[list[float]]]
 
 
 def _invalid(t: Transition) -> str:
@@ -47,16 +52,14 @@ def _candidate(t: Transition, advantage: float, kept: bool) -> dict[str, Any]:
     }
 
 
-def episode_records(result: RolloutResult, update: int, mode: GroupMode, advantage: str) -> list[dict[str, Any]]:
+def episode_records(result: RolloutResult, update: int, advantages: Advantages) -> list[dict[str, Any]]:
     """The records of a job's episodes (none for a job that failed on infrastructure)."""
-    from halo_trainer.learner.batching import advantages  # torch: the viewer in the API process reads records only
-
     groups: dict[str, list[Transition]] = defaultdict(list)
     for t in result.transitions:
         groups[t.group_id].append(t)
     adv = {
         t.transition_id: a
-        for members, values in zip(groups.values(), advantages(list(groups.values()), mode, advantage), strict=True)
+        for members, values in zip(groups.values(), advantages(list(groups.values())), strict=True)
         for t, a in zip(members, values, strict=True)
     }
     records = []
@@ -101,8 +104,8 @@ def episode_records(result: RolloutResult, update: int, mode: GroupMode, advanta
 
 
 class EpisodeLog:
-    def __init__(self, path: Path, every: int, mode: GroupMode, advantage: str) -> None:
-        self.path, self.every, self.mode, self.advantage = Path(path), every, mode, advantage
+    def __init__(self, path: Path, every: int, advantages: Advantages) -> None:
+        self.path, self.every, self.advantages = Path(path), every, advantages
         self.train_seen = 0
 
     def write(self, result: RolloutResult, update: int) -> list[dict[str, Any]]:
@@ -113,7 +116,7 @@ class EpisodeLog:
             self.train_seen += 1
             if not self.every or (self.train_seen - 1) % self.every:
                 return []
-        records = episode_records(result, update, self.mode, self.advantage)
+        records = episode_records(result, update, self.advantages)
         with self.path.open("a") as fh:
             for record in records:
                 fh.write(json.dumps(record) + "\n")

@@ -14,15 +14,26 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client import Gauge
 
 from halo.schemas import RolloutResult
 from halo_trainer.observe.trackers import Trackers
 
-if TYPE_CHECKING:  # batching needs torch; the API process reads metrics without it
-    from halo_trainer.learner.batching import Selection
+
+class Selection(Protocol):
+    """What ``rollout_metrics`` reads of the groups an update kept (``halo_trainer.grpo.groups``)."""
+
+    @property
+    def groups(self) -> Sequence[Sequence[object]]: ...
+    @property
+    def dropped_stale(self) -> int: ...
+    @property
+    def dropped_infra(self) -> int: ...
+    @property
+    def dropped_singleton(self) -> int: ...
+
 
 TRAINER_METRIC = Gauge("halo_trainer_metric", "Latest value of a training metric", ["run_id", "name"])
 logger = logging.getLogger("halo.trainer.metrics")

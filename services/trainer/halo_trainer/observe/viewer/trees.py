@@ -2,8 +2,8 @@
 
 A tree's nodes come with what the search knew of each (visits, the composite ``q``, ``q_mcts``,
 the critic's ``q_critic``, the edge's reward, terminal and success), its best path, and the
-preference pairs the iteration trained on: the run's ``theta`` applied by ``Tree.preference_pairs``,
-the very function the DPO step uses, so the page shows the pairs the learner saw.
+preference pairs the iteration trained on: the run's ``theta`` applied by ``SearchTree.preference_pairs``
+(``halo.schemas``), the very function the DPO step uses, so the page shows the pairs the learner saw.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from halo_trainer.mcts.tree import Tree, load_tree
+from halo.schemas import SearchTree
 from halo_trainer.observe.viewer.folders import RunFolders, missing
 
 
@@ -30,8 +30,7 @@ def _theta(folder: Path) -> float:
     return float(mcts.get("theta", 0.1))
 
 
-def tree_summary(search_id: str, tree: Tree) -> dict[str, Any]:
-    record = tree.record
+def tree_summary(search_id: str, record: SearchTree) -> dict[str, Any]:
     return {
         "search_id": search_id,
         "task_id": record.task_id,
@@ -40,7 +39,7 @@ def tree_summary(search_id: str, tree: Tree) -> dict[str, Any]:
         "env_steps": record.env_steps,
         # A success reached in a rollout is not a node: the file shows only those ended at a node.
         "success_at_a_node": any(n.success for n in record.nodes),
-        "best_path": record.best_path or tree.best_path(),
+        "best_path": record.best_path or record.most_visited_path(),
     }
 
 
@@ -54,7 +53,7 @@ def tree_router(runs: RunFolders) -> APIRouter:
         out = []
         for search_id, path in _tree_files(folder).items():
             try:
-                out.append(tree_summary(search_id, load_tree(path)))
+                out.append(tree_summary(search_id, SearchTree.read(path)))
             except ValueError:
                 continue  # a file being written, or not a tree: left out of the list
         return JSONResponse(out)
@@ -67,7 +66,7 @@ def tree_router(runs: RunFolders) -> APIRouter:
         if path is None:
             return missing(f"run {run_id!r} has no search tree {search_id!r}")
         try:
-            loaded = load_tree(path)
+            loaded = SearchTree.read(path)
         except ValueError as exc:
             return missing(str(exc))
         theta = _theta(folder)
@@ -84,14 +83,14 @@ def tree_router(runs: RunFolders) -> APIRouter:
         return JSONResponse(
             {
                 **tree_summary(search_id, loaded),
-                "goal": loaded.record.goal,
+                "goal": loaded.goal,
                 "theta": theta,
                 "pairs": pairs,
                 "nodes": [
                     n.model_dump(
                         mode="json", exclude={"completion_token_ids", "behaviour_logprobs", "prompt_token_ids"}
                     )
-                    for n in loaded.record.nodes
+                    for n in loaded.nodes
                 ],
             }
         )
