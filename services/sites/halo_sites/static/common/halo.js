@@ -5,7 +5,8 @@
  *   state    the site's data (what /finish diffs), e.g. {email: {emails: {<id>: {...}}}, ui: {...}}
  *   initial  a copy of `state` taken at /config time
  *   progress {milestone: true} in the order first reached; a site unsets one only when it stands
- *            for a state that no longer holds (clearMilestone: the Playground's boxes_checked)
+ *            for a state that no longer holds (clearMilestone: the Playground's form flags and
+ *            its streak stages)
  *   view     UI-only state (open dialog, draft fields, focus, scroll); not diffed, but kept so a
  *            snapshot of storage + URL restores the exact screen
  *   meta     {task_id, run_id, seed, config} of the current episode

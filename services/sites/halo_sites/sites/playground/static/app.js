@@ -80,11 +80,28 @@
     return '<div class="pg-form"><div class="pg-row">' + rows + "</div>" + submitButton(cfg, locked) + "</div>";
   }
 
+  /* The streak family: one button pressed `presses` times in a row, each press a stage with its
+   * milestone (`pressed_<k>`); a pointer click anywhere else is a miss that starts the count again,
+   * and the episode goes on. An episode must chain every stage without a miss between them, while a
+   * search that re-enters a state keeps the stage reached there. The count is drawn on the page so
+   * the screenshot (and the exact-fork check) tells the stages apart. */
+  function renderStreak(cfg, st, locked) {
+    const p = placements(cfg, HALO.meta().seed || 0)[0];
+    const need = cfg.presses || 3;
+    return '<button class="pg-button ' + (cfg.size || "large") + '" data-halo-id="btn-' + slug(p.label) +
+      '" data-action="press" data-label="' + esc(p.label) + '" style="left:' + p.at[0] + "px;top:" +
+      (p.at[1] - 90) + 'px"' + (locked ? " disabled" : "") + ">" + esc(p.label) + "</button>" +
+      '<div class="pg-streak" data-halo-id="streak">' + esc("Pressed " + (st.form.streak || 0) + " of " + need +
+      " times in a row") + "</div>";
+  }
+
   function renderRead(cfg) {
     return '<div class="pg-card" data-halo-id="card">' + esc(cfg.text || "") + "</div>";
   }
 
-  const FAMILIES = { click: renderClick, type: renderType, select: renderSelect, check: renderCheck, read: renderRead };
+  const FAMILIES = {
+    click: renderClick, type: renderType, select: renderSelect, check: renderCheck, read: renderRead, streak: renderStreak,
+  };
 
   function render() {
     const cfg = config();
@@ -110,17 +127,20 @@
     render();
   }
 
+  /* Each progress flag is the form's real state: set while it holds, unset when an action undoes it
+   * (a box double-clicked, checked then unchecked in one step; a field typed past its target; another
+   * option picked). A flag left set would pay its milestone, and show the critic progress, for a
+   * state the page no longer holds. */
   function checkProgress(st) {
     const cfg = config();
     if (cfg.family === "type") {
       const ok = (cfg.fields || []).every(function (f) { return norm(st.form.fields[f.name]) === norm(f.target); });
       if (ok) mark("field_filled");
+      else HALO.clearMilestone("field_filled");
     } else if (cfg.family === "select") {
       if (st.form.selected === cfg.target) mark("option_selected");
+      else HALO.clearMilestone("option_selected");
     } else if (cfg.family === "check") {
-      /* boxes_checked is the boxes' real state: set while exactly the targets are checked, unset
-       * when a box changes that. A double-click toggles a box twice (checked, then unchecked), and
-       * a flag left set would pay the milestone for a box that ends the step unchecked. */
       const want = (cfg.targets || []).slice().sort();
       if (HALO.equal(st.form.checked.slice().sort(), want)) mark("boxes_checked");
       else HALO.clearMilestone("boxes_checked");
@@ -133,7 +153,27 @@
    * the only button wherever it is drawn). Such an activation is not a click: it answers nothing,
    * earns no ring and leaves the task open for a real click. */
   function keyboardActivation(e) {
-    return config().family === "click" && e.detail === 0;
+    const family = config().family;
+    return (family === "click" || family === "streak") && e.detail === 0;
+  }
+
+  /* A streak press: a pointer click on the button counts one (the second and third clicks of a
+   * double or triple click, detail 2 and 3, are the same press); any other pointer click resets the
+   * count. Each stage's flag follows the count, and the last press is the one submission. */
+  function streakClick(e) {
+    const st = HALO.state();
+    if (st.submission !== null) return;
+    const el = e.target.closest('[data-action="press"]');
+    if (el && e.detail > 1) return;
+    const need = config().presses || 3;
+    st.form.streak = el ? (st.form.streak || 0) + 1 : 0;
+    HALO.commit(st);
+    for (let k = 1; k <= need; k++) {
+      if (k <= st.form.streak) mark("pressed_" + k);
+      else HALO.clearMilestone("pressed_" + k);
+    }
+    if (st.form.streak >= need) submit({ button: el.getAttribute("data-label"), presses: st.form.streak }, false);
+    else render();
   }
 
   /* Dense shaping for the click family, opt-in per task (the `near_target` milestone): a click
@@ -159,6 +199,10 @@
   document.addEventListener("click", function (e) {
     if (keyboardActivation(e)) {
       e.preventDefault();
+      return;
+    }
+    if (config().family === "streak") {
+      streakClick(e);
       return;
     }
     const el = e.target.closest("[data-action]");

@@ -7,7 +7,9 @@ HALO.defineSite({
   initialState: function (seed, config) {
     const fields = {};
     (config.fields || []).forEach(function (f) { fields[f.name] = ""; });
-    return { form: { fields: fields, selected: null, checked: [] }, submission: null };
+    const form = { fields: fields, selected: null, checked: [] };
+    if (config.family === "streak") form.streak = 0;  // presses in a row so far
+    return { form: form, submission: null };
   },
   initialView: function () { return { dropdownOpen: false }; },
 });
