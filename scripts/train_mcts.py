@@ -17,6 +17,7 @@ import sys
 from halo_train_handoff import exec_halo_train
 
 from halo.cli.knob_options import add_knob_arguments, train_flags
+from halo.schemas import knobs
 
 
 def main() -> int:
@@ -25,7 +26,7 @@ def main() -> int:
     p.add_argument("--trainer_url", default=os.environ.get("HALO_TRAINER_URL", "http://localhost:8400"))
     p.add_argument("--domain", required=True, help="playground, gomail, gocalendar, omnizon, zilloft")
     # Every run setting, the search's included, as the run's knobs declare it (docs/knobs.md).
-    names = add_knob_arguments(p, ("grpo", "tracking", "lora", "full_weights", "sampling", "mcts"))
+    names = add_knob_arguments(p, knobs.SECTIONS)
     args = p.parse_args()
     knob_flags = train_flags({n: getattr(args, n) for n in names})
     return exec_halo_train(

@@ -16,6 +16,7 @@ import sys
 from halo_train_handoff import exec_halo_train
 
 from halo.cli.knob_options import add_knob_arguments, train_flags
+from halo.schemas import knobs
 
 
 def main() -> int:
@@ -24,7 +25,7 @@ def main() -> int:
     p.add_argument("--trainer_url", default=os.environ.get("HALO_TRAINER_URL", "http://localhost:8400"))
     p.add_argument("--domain", required=True, help="playground, gomail, gocalendar, omnizon, zilloft")
     # Every run setting of GRPO, as the run's knobs declare it (docs/knobs.md); unset = rl_config.yaml's.
-    names = add_knob_arguments(p, ("grpo", "tracking", "lora", "full_weights", "sampling"))
+    names = add_knob_arguments(p, knobs.GRPO_SECTIONS)
     args = p.parse_args()
     train_args = ["--domain", args.domain, *train_flags({n: getattr(args, n) for n in names})]
     return exec_halo_train(args.policy_url, args.trainer_url, train_args)

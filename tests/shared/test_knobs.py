@@ -22,7 +22,7 @@ import halo.schemas
 import halo.settings
 from halo.cli.knob_options import add_knob_arguments
 from halo.cli.main import app
-from halo.schemas import RunSpec, SamplingParams, knobs, rl_config_file
+from halo.schemas import RunSpec, SamplingParams, knob_notes, knobs, rl_config_file
 from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import RUN_OWNED_LEARNER_FIELDS, LearnerConfig, TrainerSettings
 from halo_trainer.config import TOP_LEVEL, RunConfig, load_defaults, resolve
@@ -152,9 +152,7 @@ def test_halo_train_has_an_option_per_request_knob_under_its_name() -> None:
     assert "--searches-per-iteration" not in options
 
 
-@pytest.mark.parametrize(
-    "sections", [("grpo", "tracking", "lora", "full_weights", "sampling"), knobs.SECTIONS], ids=["grpo", "mcts"]
-)
+@pytest.mark.parametrize("sections", [knobs.GRPO_SECTIONS, knobs.SECTIONS], ids=["grpo", "mcts"])
 def test_the_seed_scripts_take_every_request_knob_of_their_sections(sections) -> None:
     parser = argparse.ArgumentParser()
     names = add_knob_arguments(parser, sections)
@@ -172,3 +170,24 @@ def test_a_sampling_message_from_before_describe_tools_reads_as_described() -> N
     assert SamplingParams.model_validate(old).describe_tools is True
     with pytest.raises(ValidationError, match="history_limit"):
         SamplingParams.model_validate({k: v for k, v in old.items() if k != "history_limit"})
+
+
+def test_a_knob_is_declared_by_keyword_with_a_one_line_help_and_its_notes_are_in_the_docs() -> None:
+    with pytest.raises(TypeError):
+        knobs.Knob("x", "run", int, 1, "a help that is long enough")  # type: ignore[misc]
+    docs = (ROOT / "docs" / "knobs.md").read_text()
+    for k in knobs.KNOBS:
+        assert "\n" not in k.help and len(k.help) <= 120, f"{k.name}: one line; the rest goes to knob_notes.NOTES"
+        if k.docs:
+            assert f"\n### {k.name}\n" in docs, f"{k.name}: docs/knobs.md has no anchor #{k.name}"
+    assert set(knob_notes.NOTES) <= set(knobs.BY_NAME), "a note for what is no knob"
+    assert knobs.knob("seed_contrast").docs == "docs/knobs.md#seed_contrast" and knobs.knob("seed").docs is None
+    for line in rl_config_file.render_yaml().splitlines():
+        assert len(line) <= 200, line  # one-line comments, no paragraph in the yaml
+
+
+def test_every_section_holds_knobs_and_the_moved_ones_name_the_section_they_left() -> None:
+    assert {k.section for k in knobs.KNOBS} == set(knobs.SECTIONS)
+    moved = {k.name for k in knobs.KNOBS if k.old_section}
+    assert {"episodes", "seed", "learning_rate", "eval_every", "max_steps", "max_grad_norm"} <= moved
+    assert all(knobs.knob(n).old_section == "grpo" and knobs.knob(n).section in ("run", "learner") for n in moved)

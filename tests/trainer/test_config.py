@@ -182,7 +182,7 @@ def test_bad_tis_and_temperature_settings_are_refused_naming_the_field():
         with pytest.raises(ValidationError, match=field):
             RunSpec(domain="playground", **{field: value})
     defaults = load_defaults("configs/rl_config.yaml")
-    two_passes = {**defaults, "grpo": {**defaults["grpo"], "epochs_per_batch": 2}}
+    two_passes = {**defaults, "run": {**defaults["run"], "epochs_per_batch": 2}}
     with pytest.raises(ValidationError, match="tis_cap=2.0 needs epochs_per_batch=1"):
         resolve(RunSpec(domain="playground"), "r14", ["t"], two_passes, None)
     with pytest.raises(ValidationError, match="tis_cap belong to each run's config"):

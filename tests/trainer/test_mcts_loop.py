@@ -243,7 +243,7 @@ def test_mcts_settings_resolve_from_the_defaults_profile_and_request():
     assert cfg.mcts is not None and cfg.jobs_per_update == 3
     assert (cfg.mcts.simulations, cfg.mcts.ucb_c, cfg.mcts.critic.value, cfg.mcts.max_depth) == (9, 2.0, "progress", 3)
     gpu = resolve(RunSpec(domain="playground", algorithm="mcts"), "r", ["t"], defaults, None)
-    assert gpu.mcts.critic.value == "self" and gpu.jobs_per_update == defaults["grpo"]["jobs_per_update"]
+    assert gpu.mcts.critic.value == "self" and gpu.jobs_per_update == defaults["run"]["jobs_per_update"]
     assert resolve(RunSpec(domain="playground"), "r", ["t"], defaults, "tiny").mcts is None
     with pytest.raises(ValueError, match="settings of algorithm 'mcts'"):
         RunSpec(domain="playground", beta=0.5)

@@ -24,9 +24,9 @@ from pydantic import (
 
 from halo.schemas import Algorithm, GroupMode, RunSpec, SamplingParams, knobs
 from halo.schemas.choices import split_loss_type
+from halo.schemas.search_settings import MCTSConfig
 from halo.settings import REPO_ROOT
 from halo.settings.trainer import LearnerConfig
-from halo_trainer.mcts.settings import MCTSConfig
 
 EVAL_SEED_OFFSET = 1_000_000  # evaluation seeds never overlap training seeds
 
@@ -105,6 +105,30 @@ RunConfig = create_model(
 )
 
 
+# Run knobs that were the trainer's settings (HALO_TRAINER_LEARNER__*) before runs owned them.
+FORMERLY_TRAINER_LEARNER = ("warmup_steps", "weight_decay", "adam_betas", "adam_eps")
+
+
+def saved_run(saved: dict[str, Any]) -> RunConfig:
+    """The ``RunConfig`` of a run folder's ``config.json`` (``{"run": ..., "trainer": ...}``, or the run's
+    config alone as the first trainers saved it), to resume the run as it ran.
+
+    A run saved before the optimiser's settings were run knobs ran with its trainer's, which were
+    saved beside it (``trainer.learner``): it takes those, and their ``before`` where none were saved.
+    """
+    run = saved.get("run", saved) if isinstance(saved, dict) else None
+    if not isinstance(run, dict):
+        raise ValueError("config.json holds no run config")
+    run = dict(run)
+    trainer = saved.get("trainer")
+    trainer_learner = trainer.get("learner") if isinstance(trainer, dict) else None
+    trainer_learner = trainer_learner if isinstance(trainer_learner, dict) else {}
+    for name in FORMERLY_TRAINER_LEARNER:
+        if name not in run and name in trainer_learner:
+            run[name] = trainer_learner[name]
+    return RunConfig.model_validate(run)
+
+
 def resident_adapters(max_staleness: int) -> int:
     """Adapters the run loop keeps in vLLM at most: the versions rollouts may still use (current -
     max_staleness .. current, ``PolicyPublisher._retire``) plus the next one, which loads before
@@ -147,20 +171,30 @@ def checked_defaults(path: str | Path, profile: str | None) -> dict[str, Any]:
 
 
 def _file_values(defaults: dict[str, Any]) -> dict[str, Any]:
-    """The run defaults file's values by knob name; a key that is no knob of its section is refused."""
+    """The run defaults file's values by knob name; a key that is no knob of its section is refused.
+
+    A file written before the ``run`` and ``learner`` sections were split from ``grpo`` still
+    loads: a knob may stand under its ``old_section``, but not under both."""
     values: dict[str, Any] = {}
+    where: dict[str, str] = {}
     for section, entries in defaults.items():
         if section == "profiles":
             continue
         if section not in knobs.SECTIONS:
             raise ValueError(f"run defaults: {section!r} is not a section ({', '.join(knobs.SECTIONS)}, profiles)")
+        if not isinstance(entries, dict | None):
+            raise ValueError(f"run defaults: section {section} holds {type(entries).__name__}, not its knobs")
         for name, value in (entries or {}).items():
             k = knobs.BY_NAME.get(name)
-            if k is None or k.section != section:
+            if k is None or section not in (k.section, k.old_section):
                 raise ValueError(
                     f"run defaults: {section}.{name} is not a knob of section {section} (halo.schemas.knobs)"
                 )
-            values[name] = value
+            if name in where:
+                raise ValueError(
+                    f"run defaults: {name} is given twice, under {where[name]} and {section}; keep {k.section}.{name}"
+                )
+            values[name], where[name] = value, section
     return values
 
 

@@ -55,7 +55,8 @@ def choices(k: knobs.Knob) -> list[str] | None:
 def _help(k: knobs.Knob, section_note: bool = True) -> str:
     note = f"{k.section}: " if section_note and k.section == "mcts" else ""
     unit = f" [{k.unit}]" if k.unit else ""
-    return f"{note}{k.help}{unit} (default {rl_config_file.inline(k.default)})"
+    more = f"; {k.docs}" if k.docs else ""
+    return f"{note}{k.help}{unit} (default {rl_config_file.inline(k.default)}{more})"
 
 
 def spec_values(given: dict[str, Any]) -> dict[str, Any]:

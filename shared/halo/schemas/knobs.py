@@ -12,9 +12,14 @@ Everything else derives from this table:
 - the flags of ``halo train`` and of ``scripts/train_online_grpo.py`` / ``train_mcts.py``
   (``--<name-with-dashes>``, plus the seeds' spelling where the seeds' commands use another one).
 
+Each help is one line; where a knob needs more, ``halo.schemas.knob_notes`` holds the long text,
+rendered into docs/knobs.md under the knob's anchor (``Knob.docs``).
+
 A default is the GPU target's (the 8B's); a profile (``PROFILES``: ``tiny`` for the CPU target's
 random-weight model) overrides values of knobs declared here and declares nothing. ``before`` is
-the value a run saved before the knob existed ran with, so that such a run resumes as it ran.
+the value a run saved before the knob existed ran with, so that such a run resumes as it ran;
+``old_section`` is where a defaults file written before ``run`` and ``learner`` were split from
+``grpo`` keeps the knob, so that such a file still loads.
 """
 
 from __future__ import annotations
@@ -42,264 +47,213 @@ from halo.schemas.choices import (
     check_trackers,
 )
 from halo.schemas.env import Viewport
+from halo.schemas.knob_notes import NOTES
 
 UNSET: Any = object()  # a knob without a seeds' value, or without a value before it existed
 
-SECTIONS = ("grpo", "tracking", "lora", "full_weights", "sampling", "mcts")
+# run: the run as a whole, whatever its algorithm; grpo: GRPO's groups, objective and pipeline;
+# learner: the optimiser; then what the adapter reaches, how the policy is asked, the search.
+SECTIONS = ("run", "grpo", "learner", "tracking", "lora", "full_weights", "sampling", "mcts")
+# What a GRPO run's command line takes (scripts/train_online_grpo.py): every section but the search's.
+GRPO_SECTIONS = tuple(s for s in SECTIONS if s != "mcts")
+DOCS = "docs/knobs.md"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Knob:
     name: str  # the one name: RunSpec, RunConfig, the yaml, the CLI flag (dashes) and the learner use it
     section: str  # its section of configs/rl_config.yaml
     type: Any  # the type with its bounds, checked wherever a value arrives (request, yaml, profile, resume)
-    default: Any  # the GPU target's value
-    help: str
     unit: str = ""
+    default: Any  # the GPU target's value
+    help: str  # one line; the long explanation, where there is one, is knob_notes.NOTES[name]
     seeds: Any = UNSET  # the users' seed documents' value, where they give one
     seeds_flag: str | None = None  # the seeds' command-line spelling, where it is not --<name>
     request: bool = True  # a request (POST /runs, halo train) may set it
     learner: bool = False  # the learner reads it (a run-owned field of LearnerConfig)
     before: Any = UNSET  # what a run saved before this knob existed ran with
+    old_section: str | None = None  # where a defaults file written before the sections were split keeps it
 
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def docs(self) -> str | None:
+        """Where docs/knobs.md explains the knob at length, or None where its help line says it all."""
+        return f"{DOCS}#{self.name}" if self.name in NOTES else None
 
 
 def _int(ge: int, le: int) -> Any:
     return Annotated[WireInt, Field(ge=ge, le=le)]
 
 
-Positive = Annotated[WireFloat, Field(gt=0.0, le=1.0)]
+def _float(**bounds: float) -> Any:
+    return Annotated[WireFloat, Field(**bounds)]
+
+
+Positive = _float(gt=0.0, le=1.0)
 FullWeights = Annotated[
     tuple[Annotated[str, Field(max_length=200)], ...], Field(max_length=64), AfterValidator(check_full_weights)
 ]
 Trackers = Annotated[tuple[TrackerName, ...], Field(max_length=5), AfterValidator(check_trackers)]
+Beta = _float(ge=0.0, lt=1.0)
 LANGUAGE_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
-# A table: each knob, its help, then its unit and flags.
 # fmt: off
 KNOBS: tuple[Knob, ...] = (
-    # -- grpo: the run and its GRPO updates ------------------------------------------------------
-    Knob("episodes", "grpo", _int(1, 1_000_000), 100,
-         "Training episodes; a step-group job is one episode, a search one",
-         "episodes", seeds=100),
-    Knob("num_generations", "grpo", _int(2, 32), 8,
-         "Group size N: actions sampled per state (step groups) or episodes per task (episode groups)",
-         "samples", seeds=8),
-    Knob("temperature", "grpo", Annotated[WireFloat, Field(ge=0.01, le=2.0)], 0.7,
-         "Sampling temperature of training rollouts, and the one the learner scores at (> 0: vLLM samples "
-         "greedily below 1e-5); nothing else shapes sampling: no top-k/top-p (docs/policy.md)",
-         seeds=0.7, learner=True),
-    Knob("learning_rate", "grpo", Positive, 1e-6,
-         "AdamW peak learning rate on the LoRA parameters",
-         seeds=1e-6, seeds_flag="--lr", learner=True),
-    Knob("advantage", "grpo", Advantage, Advantage.DR_GRPO,
-         "The advantage estimator: dr_grpo A = r - mean(r); grpo divides by std(r); rloo A = r - mean of the "
-         "other rewards (docs/objective.md)",
-         seeds=Advantage.DR_GRPO, seeds_flag="--loss_type"),
-    Knob("loss_norm", "grpo", LossNorm, LossNorm.CONSTANT,
-         "constant: summed token losses / (max_tokens * G), every token weighs the same; sequence: each "
-         "completion's mean, then / G (GRPO's length bias)",
-         seeds=LossNorm.CONSTANT, learner=True),
-    Knob("kl_coef", "grpo", Annotated[WireFloat, Field(ge=0.0, le=10.0)], 0.001,
-         "Weight of the k3 KL estimate to the frozen base (adapter disabled); 0 = off. Kept on the 8B: the "
-         "memory plan (halo memory-plan) finds the reference pass adds no weights and peaks below the gradient"
-         " pass; it costs one more forward per micro-batch",
-         seeds=0.001, learner=True),
-    Knob("clip_eps_low", "grpo", Annotated[WireFloat, Field(ge=0.0, lt=1.0)] | None, 0.2,
-         "PPO ratio clip: floor 1 - eps, used when a batch is reused (epochs > 1) or rollouts are stale; null "
-         "= no floor",
-         learner=True),
-    Knob("clip_eps_high", "grpo", Annotated[WireFloat, Field(ge=0.0, le=10.0)] | None, 0.2,
-         "PPO ratio clip: ceiling 1 + eps (above clip_eps_low: DAPO's clip-higher); null = no ceiling",
-         learner=True),
-    Knob("epochs_per_batch", "grpo", _int(1, 16), 1,
-         "Passes over each batch of groups",
-         "passes"),
-    Knob("jobs_per_update", "grpo", _int(1, 1024), 4,
-         "Rollout jobs per update (a step-group job gives one group per step); with algorithm mcts, the "
-         "searches of one DPO iteration",
-         "jobs"),
-    Knob("common_random_numbers", "grpo", WireBool, False,
-         "The jobs of one update sample with the same seeds (common random numbers): where the policy "
-         "cannot yet tell their states apart, their groups draw the same candidates, so the reward, "
-         "not the draw, is what differs between them (a moving target's layouts); false: each job its own",
-         before=False),
-    Knob("seed_contrast", "grpo", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.0,
-         "Share of an action's advantage that it earned on every seed alike, taken out (step groups): where one "
-         "update played the same action at the same step of one task on several seeds, each gets its advantage "
-         "minus this times their mean, so what is left is what the seed changed. 1 removes the part of the "
-         "update that moves every seed's policy the same way (a screen-blind step); it also removes all signal "
-         "from tasks whose answer does not depend on the seed. A different objective, not an unbiased "
-         "estimate (docs/trainer.md); 0 = plain group advantages",
-         before=0.0),
-    Knob("prefetch_updates", "grpo", _int(0, 8), 0,
-         "Updates' worth of jobs in flight beyond the current one (1: workers sample while the learner "
-         "updates); 0 = synchronous. On 2 CPU cores 1 gained no wall time (bench/bench_loop.py, docs/env.md); "
-         "try 1 with the learner on a GPU",
-         "updates", before=0),
-    Knob("max_grad_norm", "grpo", Annotated[WireFloat, Field(gt=0.0, le=1000.0)], 1.0,
-         "Gradient clipping: global L2 norm",
-         learner=True, request=False),
-    Knob("use_behaviour_logprobs", "grpo", WireBool, True,
-         "Importance ratios against vLLM's log-probs (the learner replays the grammar mask)",
-         request=False),
-    Knob("tis_cap", "grpo", Annotated[WireFloat, Field(ge=1.0, le=100.0)] | None, 2.0,
-         "Truncated importance sampling: cap on each token's weight pi_learner / pi_vLLM (docs/trainer.md); "
-         "null = none, the PPO ratio against vLLM's log-probs",
-         learner=True, before=None),
-    Knob("behaviour_gap_alarm", "grpo", Annotated[WireFloat, Field(gt=0.0, le=10.0)] | None, 0.05,
-         "Warn and count (train/behaviour_gap_alarms) when train/behaviour_logprob_gap passes this; null = off",
-         "nats/token", before=None),
-    Knob("group_mode", "grpo", GroupMode, GroupMode.STEP,
-         "step: fork N ways at each state; episode: N full episodes per task"),
-    Knob("task_sampling", "grpo", TaskSampling, TaskSampling.ROUND_ROBIN,
-         "Which task each training job plays when a run has several: round_robin (in turn) | signal (drawn in "
-         "proportion to the task's recent mean absolute advantage, a quarter of the draws spread evenly so that no task is "
-         "dropped; a task with no groups yet counts as the best seen). GRPO only (docs/trainer.md)",
-         before=TaskSampling.ROUND_ROBIN),
-    Knob("branch", "grpo", BranchPolicy, BranchPolicy.SAMPLED,
-         "Step groups continue from: sampled | best | random"),
-    Knob("max_steps", "grpo", _int(1, 200), 15,
-         "Steps per episode before truncation",
-         "steps"),
-    Knob("sync_every", "grpo", _int(1, 1000), 1,
-         "Updates between adapter versions pushed to vLLM",
-         "updates", request=False),
-    Knob("max_staleness", "grpo", _int(0, 100), 2,
-         "Drop transitions sampled by a policy more than this many versions old",
-         "versions", request=False),
-    Knob("eval_every", "grpo", _int(0, 1_000_000), 10,
-         "Updates between held-out evaluations (0 = never)",
-         "updates"),
-    Knob("eval_episodes", "grpo", _int(0, 10_000), 32,
-         "Greedy episodes per evaluation",
-         "episodes"),
-    Knob("checkpoint_every", "grpo", _int(1, 1_000_000), 5,
-         "Updates between checkpoints",
-         "updates", request=False),
-    Knob("seed", "grpo", _int(0, 2**31 - 1), 0,
-         "Seed of the training jobs' tasks and episodes"),
+    # -- run: the run as a whole, GRPO or search ------------------------------------------------
+    Knob(name="episodes", section="run", type=_int(1, 1_000_000), unit="episodes", default=100, seeds=100,
+         help="Training episodes; a step-group job is one episode, a search one", old_section="grpo"),
+    Knob(name="seed", section="run", type=_int(0, 2**31 - 1), default=0,
+         help="Seed of the training jobs' tasks and episodes", old_section="grpo"),
+    Knob(name="max_steps", section="run", type=_int(1, 200), unit="steps", default=15,
+         help="Steps per episode before truncation", old_section="grpo"),
+    Knob(name="temperature", section="run", type=_float(ge=0.01, le=2.0), default=0.7, seeds=0.7, learner=True,
+         help="Sampling temperature of training rollouts, and the one the learner scores at", old_section="grpo"),
+    Knob(name="learning_rate", section="run", type=Positive, default=1e-6, seeds=1e-6, seeds_flag="--lr",
+         learner=True, help="AdamW peak learning rate on the LoRA parameters", old_section="grpo"),
+    Knob(name="jobs_per_update", section="run", type=_int(1, 1024), unit="jobs", default=4, old_section="grpo",
+         help="Rollout jobs per update (a step group gives one group per step); with mcts, the searches of one "
+              "DPO iteration"),
+    Knob(name="epochs_per_batch", section="run", type=_int(1, 16), unit="passes", default=1,
+         help="Passes over each batch of groups or preference pairs", old_section="grpo"),
+    Knob(name="common_random_numbers", section="run", type=WireBool, default=False, before=False,
+         help="The jobs of one update sample with the same seeds, so that the reward, not the draw, differs "
+              "between them", old_section="grpo"),
+    Knob(name="eval_every", section="run", type=_int(0, 1_000_000), unit="updates", default=10,
+         help="Updates between held-out evaluations (0 = never)", old_section="grpo"),
+    Knob(name="eval_episodes", section="run", type=_int(0, 10_000), unit="episodes", default=32,
+         help="Greedy episodes per evaluation", old_section="grpo"),
+    Knob(name="checkpoint_every", section="run", type=_int(1, 1_000_000), unit="updates", default=5,
+         request=False, help="Updates between checkpoints", old_section="grpo"),
+    # -- grpo: groups, objective, asynchronous pipeline ----------------------------------------
+    Knob(name="num_generations", section="grpo", type=_int(2, 32), unit="samples", default=8, seeds=8,
+         help="Group size N: actions sampled per state (step groups) or episodes per task (episode groups)"),
+    Knob(name="group_mode", section="grpo", type=GroupMode, default=GroupMode.STEP,
+         help="step: fork N ways at each state; episode: N full episodes per task"),
+    Knob(name="branch", section="grpo", type=BranchPolicy, default=BranchPolicy.SAMPLED,
+         help="Step groups continue from: sampled | best | random"),
+    Knob(name="task_sampling", section="grpo", type=TaskSampling, default=TaskSampling.ROUND_ROBIN,
+         before=TaskSampling.ROUND_ROBIN,
+         help="Which task each job plays when a run has several: round_robin (in turn) | signal (by recent "
+              "advantage)"),
+    Knob(name="advantage", section="grpo", type=Advantage, default=Advantage.DR_GRPO, seeds=Advantage.DR_GRPO,
+         seeds_flag="--loss_type",
+         help="The advantage estimator: dr_grpo r - mean(r) | grpo divided by std(r) | rloo r - mean of the others"),
+    Knob(name="loss_norm", section="grpo", type=LossNorm, default=LossNorm.CONSTANT, seeds=LossNorm.CONSTANT,
+         learner=True,
+         help="constant: token losses / (max_tokens * G) | sequence: each completion's mean / G (GRPO's length bias)"),
+    Knob(name="kl_coef", section="grpo", type=_float(ge=0.0, le=10.0), default=0.001, seeds=0.001, learner=True,
+         help="Weight of the k3 KL estimate to the frozen base (adapter disabled); 0 = off"),
+    Knob(name="clip_eps_low", section="grpo", type=_float(ge=0.0, lt=1.0) | None, default=0.2, learner=True,
+         help="PPO ratio clip: floor 1 - eps, used when a batch is reused or rollouts are stale; null = no floor"),
+    Knob(name="clip_eps_high", section="grpo", type=_float(ge=0.0, le=10.0) | None, default=0.2, learner=True,
+         help="PPO ratio clip: ceiling 1 + eps (above clip_eps_low: DAPO's clip-higher); null = no ceiling"),
+    Knob(name="tis_cap", section="grpo", type=_float(ge=1.0, le=100.0) | None, default=2.0, learner=True,
+         before=None,
+         help="Truncated importance sampling: cap on each token's weight pi_learner / pi_vLLM; null = none"),
+    Knob(name="use_behaviour_logprobs", section="grpo", type=WireBool, default=True, request=False,
+         help="Importance ratios against vLLM's log-probs (the learner replays the grammar mask)"),
+    Knob(name="behaviour_gap_alarm", section="grpo", type=_float(gt=0.0, le=10.0) | None, unit="nats/token",
+         default=0.05, before=None,
+         help="Warn and count (train/behaviour_gap_alarms) when train/behaviour_logprob_gap passes this; null = off"),
+    Knob(name="seed_contrast", section="grpo", type=_float(ge=0.0, le=1.0), default=0.0, before=0.0,
+         help="Share of an action's advantage earned on every seed alike that is taken out (step groups); 0 = none"),
+    Knob(name="prefetch_updates", section="grpo", type=_int(0, 8), unit="updates", default=0, before=0,
+         help="Updates' worth of jobs in flight beyond the current one (1: sample while the learner updates); 0 = "
+              "synchronous"),
+    Knob(name="sync_every", section="grpo", type=_int(1, 1000), unit="updates", default=1, request=False,
+         help="Updates between adapter versions pushed to vLLM"),
+    Knob(name="max_staleness", section="grpo", type=_int(0, 100), unit="versions", default=2, request=False,
+         help="Drop transitions sampled by a policy more than this many versions old"),
+    # -- learner: the optimiser (what the machine decides, dtype, micro-batch, is the trainer's) --
+    Knob(name="max_grad_norm", section="learner", type=_float(gt=0.0, le=1000.0), default=1.0, learner=True,
+         request=False, help="Gradient clipping: global L2 norm", old_section="grpo"),
+    Knob(name="warmup_steps", section="learner", type=_int(0, 1_000_000), unit="updates", default=0,
+         learner=True, before=0, help="Updates of linear warm-up to the peak rate, then constant"),
+    Knob(name="weight_decay", section="learner", type=_float(ge=0.0, le=1.0), default=0.0, learner=True,
+         before=0.0, help="AdamW decoupled weight decay on every trained parameter"),
+    Knob(name="adam_betas", section="learner", type=tuple[Beta, Beta], default=(0.9, 0.99), learner=True,
+         request=False, before=(0.9, 0.99), help="AdamW (beta1, beta2): decay rates of the first and second moment estimates"),
+    Knob(name="adam_eps", section="learner", type=_float(gt=0.0, le=1.0), default=1e-8, learner=True,
+         request=False, before=1e-8, help="AdamW epsilon, added to the root of the second moment estimate"),
     # -- tracking --------------------------------------------------------------------------------
-    Knob("report_to", "tracking", Trackers, ("none",),
-         "none | tensorboard | wandb | trackio | mlflow (several allowed), offline stores in the run folder "
-         "(docs/viewer.md)"),
-    Knob("record_episodes_every", "tracking", _int(0, 1_000_000), 1,
-         "Every k-th training job's episodes go to episodes.jsonl for the viewer (evaluations always); 0 = "
-         "none",
-         "jobs", request=False),
+    Knob(name="report_to", section="tracking", type=Trackers, default=("none",),
+         help="none | tensorboard | wandb | trackio | mlflow (several allowed), offline stores in the run folder"),
+    Knob(name="record_episodes_every", section="tracking", type=_int(0, 1_000_000), unit="jobs", default=1,
+         request=False,
+         help="Every k-th training job's episodes go to episodes.jsonl for the viewer (evaluations always); 0 = none"),
     # -- lora ------------------------------------------------------------------------------------
-    Knob("lora_r", "lora", _int(1, 256), 16,
-         "LoRA rank (vLLM needs --max-lora-rank >= r)",
-         learner=True, request=False),
-    Knob("lora_alpha", "lora", Annotated[WireFloat, Field(gt=0.0, le=4096.0)], 32.0,
-         "LoRA alpha; the update is scaled by alpha / r",
-         learner=True, request=False),
-    Knob("lora_target_modules", "lora", tuple[Annotated[str, Field(max_length=100)], ...], LANGUAGE_MODULES,
-         "The language model's linear layers given an adapter",
-         learner=True, request=False),
-    Knob("lora_target", "lora", LoraTarget, "language",
-         'Where the adapter reaches (docs/trainer.md, "What learns"): language | language+merger (+ the vision'
-         " merger and deepstack mergers) | language+tower (+ the vision blocks); the vision side needs the "
-         "policy server started with tower LoRA (HALO_POLICY_TOWER_LORA=true; Compose: HALO_TOWER_LORA=true),"
-         " and a run refuses to start against one without it",
-         learner=True, before="language"),
+    Knob(name="lora_r", section="lora", type=_int(1, 256), default=16, learner=True, request=False,
+         help="LoRA rank (vLLM needs --max-lora-rank >= r)"),
+    Knob(name="lora_alpha", section="lora", type=_float(gt=0.0, le=4096.0), default=32.0, learner=True,
+         request=False, help="LoRA alpha; the update is scaled by alpha / r"),
+    Knob(name="lora_target_modules", section="lora", type=tuple[Annotated[str, Field(max_length=100)], ...],
+         default=LANGUAGE_MODULES, learner=True, request=False,
+         help="The language model's linear layers given an adapter"),
+    Knob(name="lora_target", section="lora", type=LoraTarget, default="language", learner=True, before="language",
+         help="Where the adapter reaches: language | language+merger | language+tower (vLLM with tower LoRA)"),
     # -- full_weights ----------------------------------------------------------------------------
-    Knob("full_weights", "full_weights", FullWeights, (),
-         "Base-model modules trained in full beside the adapter, by preset (vision_merger, vision_last_blocks,"
-         " vision, all) or Hugging Face module name (model.visual.blocks.26); [] = LoRA only; the patch "
-         "embedding (a Conv3d) learns only this way",
-         learner=True, before=()),
-    Knob("full_weights_lr", "full_weights", Positive, 1e-7,
-         "AdamW rate of the full-weight modules: a tenth of the LoRA rate, as full fine-tuning wants",
-         learner=True, before=1e-7),
+    Knob(name="full_weights", section="full_weights", type=FullWeights, default=(), learner=True, before=(),
+         help="Base-model modules trained in full beside the adapter, by preset or module name; [] = LoRA only"),
+    Knob(name="full_weights_lr", section="full_weights", type=Positive, default=1e-7, learner=True, before=1e-7,
+         help="AdamW rate of the full-weight modules: a tenth of the LoRA rate, as full fine-tuning wants"),
     # -- sampling: how the policy is asked; carried by every job and transition ------------------
-    Knob("max_tokens", "sampling", _int(8, 32_768), 256,
-         "Completion budget per candidate (also Dr. GRPO's constant normaliser)",
-         "tokens", learner=True, request=False),
-    Knob("structured_outputs", "sampling", StructuredMode, "off",
-         "off | regex (Qwen's exact tool-call format); json cannot be replayed by the learner",
-         request=False),
-    Knob("history_limit", "sampling", _int(0, 256), 8,
-         "Previous actions listed in the prompt",
-         "actions", request=False),
-    Knob("describe_tools", "sampling", WireBool, True,
-         "Describe the computer_use tool in the system turn (Qwen's # Tools block, ~700 tokens); false keeps "
-         "the role line alone, for a model that answers under the grammar and cannot read the description",
-         before=True),
-    Knob("viewport", "sampling", Viewport, Viewport(width=1280, height=720),
-         "The screen the prompt describes: the env service's viewport",
-         "pixels", request=False),
+    Knob(name="max_tokens", section="sampling", type=_int(8, 32_768), unit="tokens", default=256, learner=True,
+         request=False, help="Completion budget per candidate (also Dr. GRPO's constant normaliser)"),
+    Knob(name="structured_outputs", section="sampling", type=StructuredMode, default="off", request=False,
+         help="off | regex (Qwen's exact tool-call format); json cannot be replayed by the learner"),
+    Knob(name="history_limit", section="sampling", type=_int(0, 256), unit="actions", default=8, request=False,
+         help="Previous actions listed in the prompt"),
+    Knob(name="describe_tools", section="sampling", type=WireBool, default=True, before=True,
+         help="Describe the computer_use tool in the system turn (~700 tokens); false keeps the role line alone"),
+    Knob(name="viewport", section="sampling", type=Viewport, unit="pixels", default=Viewport(width=1280, height=720),
+         request=False, help="The screen the prompt describes: the env service's viewport"),
     # -- mcts: search + step-level DPO (docs/mcts.md: each default's source) ---------------------
-    Knob("simulations", "mcts", _int(1, 10_000), 50,
-         "Simulations (select, expand, roll out, back up) per search",
-         seeds=50, seeds_flag="--num_simulations"),
-    Knob("ucb_c", "mcts", Annotated[WireFloat, Field(ge=0.0, le=100.0)], 1.414,
-         "UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002)",
-         seeds=1.414, seeds_flag="--ucb_constant"),
-    Knob("max_children", "mcts", _int(2, 32), 5,
-         "Candidate actions proposed per request at a node (K, one vLLM request); a node whose proposals are all "
-         "tried asks for K more, so K bounds a request, not a node's children; Agent Q, ExACT and Koh et al. "
-         "branch 5 ways",
-         "actions", seeds=5),
-    Knob("max_depth", "mcts", _int(1, 200), 15,
-         "Actions from the root after which a path (tree plus rollout) is cut off; a GRPO episode's max_steps,"
-         " so a search sees the horizon an episode does",
-         "actions"),
-    Knob("widening", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
-         "Progressive widening: a node holds at most ceil((n + 1) ** widening) children after n visits "
-         "(at once when every child ended the episode), and each visit that widens executes one more of its proposed"
-         " actions (the policy's most proposed first); 0 executes all K at the first expansion (best-of-K per node)"),
-    Knob("env_step_budget", "mcts", _int(0, 1_000_000), 0,
-         "Env steps a search may take (expansions and rollouts); it stops at the first simulation that "
-         "would start past it and cuts a rollout there; 0 = only simulations bound it",
-         "env steps"),
-    Knob("rollout_depth", "mcts", _int(0, 1000) | None, None,
-         "Actions a rollout takes past a new child before the task is asked for its verdict (max_depth and the "
-         "budget bound it too); 0 = no rollout, every env step of a search becomes a tree node; null = to "
-         "max_depth (Agent Q)",
-         "actions", before=None),
-    Knob("rollout_nodes", "mcts", RolloutNodes, RolloutNodes.NONE,
-         "Rollout steps kept as tree nodes (re-enterable states): none (Agent Q: scored, never kept) | milestone"
-         " (a step that pays a milestone, with the rollout's steps before it) | all (every executed step); with "
-         "either, each rollout step costs a snapshot, no env step",
-         before=RolloutNodes.NONE),
-    Knob("selection", "mcts", Selection, Selection.UCB1,
-         "Child selection: ucb1, q + ucb_c * sqrt(ln N / (1 + n)) | puct, q + ucb_c * P * sqrt(N) / (1 + n) with "
-         "the prior P the critic's score normalised over the siblings (uniform when it gives none)",
-         before=Selection.UCB1),
-    Knob("alpha", "mcts", Annotated[WireFloat, Field(ge=0.0, le=1.0)], 0.5,
-         "Weight of Q_mcts in the composite Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 "
-         "weighs search and critic equally"),
-    Knob("theta", "mcts", Annotated[WireFloat, Field(ge=0.0)], 0.1,
-         "Least composite-Q gap between two children that makes a preference pair; unreported by Agent Q, the "
-         "low end of 0.1-0.2"),
-    Knob("beta", "mcts", Annotated[WireFloat, Field(gt=0.0, le=10.0)], 0.1,
-         "DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default"),
-    Knob("critic", "mcts", Critic, Critic.SELF,
-         "self | openai | progress | neutral (0.5 for every child: the critic ablation); self is Agent Q's, "
-         "a random-weight model cannot critique so the embedded default needs progress"),
-    Knob("reference", "mcts", Reference, Reference.ITERATION,
-         "base (adapter disabled) | iteration (the adapter as the iteration began: Agent Q refreshes the "
-         "reference every iteration)"),
-    Knob("rpo_alpha", "mcts", Annotated[WireFloat, Field(ge=0.0)], 0.0,
-         "Weight of the chosen action's NLL (RPO, Pang et al. 2024, who use 1.0); 0 is Agent Q's plain DPO"),
-    Knob("dense_return", "mcts", WireBool, False,
-         "Back up the rewards of the path's edges on top of the terminal success; off is Agent Q's sparse "
-         "success-only value"),
+    Knob(name="simulations", section="mcts", type=_int(1, 10_000), default=50, seeds=50,
+         seeds_flag="--num_simulations", help="Simulations (select, expand, roll out, back up) per search"),
+    Knob(name="ucb_c", section="mcts", type=_float(ge=0.0, le=100.0), default=1.414, seeds=1.414,
+         seeds_flag="--ucb_constant", help="UCB1 exploration constant; sqrt(2), UCB1's own (Auer et al. 2002)"),
+    Knob(name="max_children", section="mcts", type=_int(2, 32), unit="actions", default=5, seeds=5,
+         help="Candidate actions proposed per request at a node (K); Agent Q, ExACT and Koh et al. branch 5 ways"),
+    Knob(name="max_depth", section="mcts", type=_int(1, 200), unit="actions", default=15,
+         help="Actions from the root after which a path (tree plus rollout) is cut off; a GRPO episode's max_steps"),
+    Knob(name="widening", section="mcts", type=_float(ge=0.0, le=1.0), default=0.5,
+         help="Progressive widening: at most ceil((n + 1) ** widening) children after n visits; 0 = all K at once"),
+    Knob(name="env_step_budget", section="mcts", type=_int(0, 1_000_000), unit="env steps", default=0,
+         help="Env steps a search may take (expansions and rollouts); 0 = only simulations bound it"),
+    Knob(name="rollout_depth", section="mcts", type=_int(0, 1000) | None, unit="actions", default=None, before=None,
+         help="Actions a rollout takes past a new child; 0 = no rollout; null = to max_depth (Agent Q)"),
+    Knob(name="rollout_nodes", section="mcts", type=RolloutNodes, default=RolloutNodes.NONE,
+         before=RolloutNodes.NONE, help="Rollout steps kept as tree nodes: none (Agent Q) | milestone | all"),
+    Knob(name="selection", section="mcts", type=Selection, default=Selection.UCB1, before=Selection.UCB1,
+         help="Child selection: ucb1 | puct (the critic's scores as the prior)"),
+    Knob(name="alpha", section="mcts", type=_float(ge=0.0, le=1.0), default=0.5,
+         help="Weight of Q_mcts in Q = alpha*Q_mcts + (1-alpha)*Q_critic; unreported by Agent Q, 0.5 weighs both alike"),
+    Knob(name="theta", section="mcts", type=_float(ge=0.0), default=0.1,
+         help="Least composite-Q gap between two children that makes a preference pair; unreported by Agent Q, the low "
+              "end of 0.1-0.2"),
+    Knob(name="beta", section="mcts", type=_float(gt=0.0, le=10.0), default=0.1,
+         help="DPO inverse temperature; DPO's (Rafailov et al. 2023), TRL's and MCTS-DPO's default"),
+    Knob(name="critic", section="mcts", type=Critic, default=Critic.SELF,
+         help="self (Agent Q's) | openai | progress | neutral (0.5 for every child: the critic ablation)"),
+    Knob(name="reference", section="mcts", type=Reference, default=Reference.ITERATION,
+         help="DPO's reference: base (adapter disabled) | iteration (the adapter as the iteration began, Agent Q's)"),
+    Knob(name="rpo_alpha", section="mcts", type=_float(ge=0.0), default=0.0,
+         help="Weight of the chosen action's NLL (RPO, Pang et al. 2024, who use 1.0); 0 is Agent Q's plain DPO"),
+    Knob(name="dense_return", section="mcts", type=WireBool, default=False,
+         help="Back up the path's edge rewards on top of the terminal success; off is Agent Q's success-only value"),
     # The openai critic's endpoint. Not settable by a request: the key never travels with the run,
     # each process that searches reads it from the environment variable named here.
-    Knob("critic_base_url", "mcts", Annotated[str, Field(min_length=1, max_length=300, pattern=r"^https?://")], "https://api.openai.com/v1",
-         "OpenAI-compatible chat API of the openai critic (up to /v1)",
-         request=False),
-    Knob("critic_model", "mcts", Annotated[str, Field(min_length=1, max_length=200)], "gpt-4o",
-         "Model the openai critic asks",
-         request=False),
-    Knob("critic_api_key_env", "mcts", Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")], "OPENAI_API_KEY",
-         "Environment variable holding the openai critic's API key (never stored with the run)",
-         request=False),
+    Knob(name="critic_base_url", section="mcts", default="https://api.openai.com/v1", request=False,
+         type=Annotated[str, Field(min_length=1, max_length=300, pattern=r"^https?://")],
+         help="OpenAI-compatible chat API of the openai critic (up to /v1)"),
+    Knob(name="critic_model", section="mcts", type=Annotated[str, Field(min_length=1, max_length=200)],
+         default="gpt-4o", request=False, help="Model the openai critic asks"),
+    Knob(name="critic_api_key_env", section="mcts", default="OPENAI_API_KEY", request=False,
+         type=Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")],
+         help="Environment variable holding the openai critic's API key (never stored with the run)"),
 )
 # fmt: on
 
@@ -324,8 +278,8 @@ PROFILES: dict[str, dict[str, Override]] = {
         "max_steps": Override(3, "short episodes: each step is a forward of the policy on 2 cores"),
         "task_sampling": Override(
             TaskSampling.SIGNAL,
-            "of the 12 Playground tasks a blind random-weight policy learns one within minutes; it reached 3/3 "
-            "held-out by update 20 in 2 of 3 runs drawn by signal, 0 of 4 in turn (docs/results.md)",
+            "a blind random-weight policy reached 3/3 held-out by update 20 in 2 of 3 runs drawn by signal, 0 of 4 "
+            "in turn (docs/results.md)",
         ),
         "kl_coef": Override(0.0, "the reference pass doubles the learner's time on 2 cores"),
         "checkpoint_every": Override(1, "a tiny checkpoint is cheap; a short run loses no update to a kill"),

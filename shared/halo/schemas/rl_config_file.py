@@ -1,10 +1,11 @@
 """configs/rl_config.yaml and docs/knobs.md, rendered from the run's knobs (``halo.schemas.knobs``).
 
     python -m halo.schemas.rl_config_file --write      # configs/rl_config.yaml
-    python -m halo.schemas.rl_config_file --markdown   # the table of docs/knobs.md
+    python -m halo.schemas.rl_config_file --markdown   # the table and notes of docs/knobs.md
 
-The file holds the knobs' defaults and the profiles' overrides, each with its help as a comment;
-``tests/shared/test_knobs.py`` fails when the committed file differs from the rendering.
+The file holds the knobs' defaults and the profiles' overrides, each with its one-line help as a
+comment (and the docs/knobs.md anchor of a knob explained at length there);
+``tests/shared/test_knobs.py`` fails when the committed file or docs differ from the rendering.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from halo.schemas.knobs import KNOBS, PROFILES, SECTIONS, UNSET, in_section
+from halo.schemas.knob_notes import NOTES
+from halo.schemas.knobs import KNOBS, PROFILES, SECTIONS, UNSET, Knob, in_section
 
 YAML_PATH = "configs/rl_config.yaml"
 HEADER = """\
@@ -24,10 +26,12 @@ HEADER = """\
 # `tiny` profile the CPU target applies on top. `POST /runs` / `halo train` flags override them
 # per run; the trainer saves the resolved values with the run (config.json) and every checkpoint.
 #
-# Generated from shared/halo/schemas/py, where each setting is declared once:
+# Generated from shared/halo/schemas/knobs.py, where each setting is declared once:
 #     python -m halo.schemas.rl_config_file --write
 # Edit the declaration there, not this file (a test compares the two). A file of your own
-# (HALO_TRAINER_RL_CONFIG) may give any of these keys other values and add profiles.
+# (HALO_TRAINER_RL_CONFIG) may give any of these keys other values and add profiles; one written
+# before the run and learner sections existed (their knobs under grpo) still loads.
+# docs/knobs.md explains each knob; one whose comment ends in (docs #<name>) at length, under that anchor.
 """
 
 
@@ -50,15 +54,19 @@ def _line(key: str, value: Any, comment: str, indent: str = "  ") -> str:
     return f"{left:<34} # {comment}"
 
 
+def _comment(k: Knob) -> str:
+    note = k.help + (f" [{k.unit}]" if k.unit else "")
+    if k.seeds is not UNSET:
+        note += f" (seeds: {inline(k.seeds)})"
+    return note + (f" (docs #{k.name})" if k.docs else "")
+
+
 def render_yaml() -> str:
     lines = [HEADER]
     for section in SECTIONS:
         lines.append(f"{section}:")
         for k in in_section(section):
-            note = k.help + (f" [{k.unit}]" if k.unit else "")
-            if k.seeds is not UNSET:
-                note += f" (seeds: {inline(k.seeds)})"
-            lines.append(_line(k.name, k.default, note))
+            lines.append(_line(k.name, k.default, _comment(k)))
         lines.append("")
     lines.append("profiles:")
     for name, overrides in PROFILES.items():
@@ -68,24 +76,30 @@ def render_yaml() -> str:
 
 
 def render_markdown() -> str:
-    """The knobs as a table for docs/md."""
+    """The knobs as a table for docs/knobs.md, then the long notes under an anchor per knob."""
     rows = ["| knob | section | default | tiny | seeds | unit | request | what it decides |", "|" + " --- |" * 8]
     tiny = PROFILES["tiny"]
     for k in KNOBS:
         seeds = f"`{inline(k.seeds)}`" if k.seeds is not UNSET else ""
         small = f"`{inline(tiny[k.name].value)}`" if k.name in tiny else ""
         flag = k.flag + (f" ({k.seeds_flag})" if k.seeds_flag else "")
+        more = f" ([more](#{k.name}))" if k.docs else ""
         rows.append(
             f"| `{k.name}` | {k.section} | `{inline(k.default)}` | {small} | {seeds} | {k.unit} | "
-            f"{flag if k.request else 'no'} | {k.help.replace('|', '/')} |"
+            f"{flag if k.request else 'no'} | {k.help.replace('|', '/')}{more} |"
         )
-    return "\n".join(rows) + "\n"
+    notes = ["## Notes", ""]
+    for k in KNOBS:
+        if k.name in NOTES:
+            # A heading that is the bare name: its anchor is #<name>, what Knob.docs links to.
+            notes += [f"### {k.name}", "", NOTES[k.name], ""]
+    return "\n".join(rows) + "\n\n" + "\n".join(notes)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m halo.schemas.rl_config_file", description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"write {YAML_PATH} (from the repository root)")
-    parser.add_argument("--markdown", action="store_true", help="print the knob table as markdown")
+    parser.add_argument("--markdown", action="store_true", help="print the knob table and notes as markdown")
     args = parser.parse_args(argv)
     if args.markdown:
         sys.stdout.write(render_markdown())

@@ -15,23 +15,15 @@ from halo.settings import HaloSettings
 class _LearnerSettings(BaseModel):
     """Hyper-parameters of the learner (halo_trainer.learner.learner); saved with every checkpoint.
 
-    The optimiser and memory fields below are set from the environment as
-    ``HALO_TRAINER_LEARNER__<FIELD>`` (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``). The
-    others are the run's knobs the learner reads (``halo.schemas.knobs``, ``learner=True``:
-    ``RUN_OWNED_LEARNER_FIELDS``): one owner, the run's config (``RunConfig.learner_config``), so
-    they are refused in the environment.
+    The fields below are the machine's, set from the environment as ``HALO_TRAINER_LEARNER__<FIELD>``
+    (e.g. ``HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE=4``): they change memory and time, not the update.
+    The others are the run's knobs the learner reads (``halo.schemas.knobs``, ``learner=True``:
+    ``RUN_OWNED_LEARNER_FIELDS``, the optimiser's included): one owner, the run's config
+    (``RunConfig.learner_config``), so they are refused in the environment.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    warmup_steps: Annotated[int, Field(ge=0)] = Field(
-        0, description="Updates of linear warm-up to the peak rate, then constant"
-    )
-    weight_decay: Annotated[float, Field(ge=0)] = Field(
-        0.0, description="AdamW decoupled weight decay on the LoRA parameters"
-    )
-    adam_betas: tuple[float, float] = Field((0.9, 0.99), description="AdamW (beta1, beta2)")
-    adam_eps: Annotated[float, Field(gt=0)] = Field(1e-8, description="AdamW epsilon")
     micro_batch_size: Annotated[int, Field(ge=1)] = Field(
         8, description="Sequences per forward/backward pass (gradients accumulate to one step)"
     )
@@ -93,7 +85,7 @@ class TrainerSettings(HaloSettings):
     learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
     rollout_workers: Annotated[int, Field(ge=0, le=64)] = Field(
         2,
-        description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.rollout.worker`)",
+        description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)",
     )
     job_claim_idle_s: Annotated[float, Field(gt=0)] = Field(
         60.0, description="A job silent this long (no heartbeat) is reclaimed from its dead worker, s"

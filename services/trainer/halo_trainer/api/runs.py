@@ -35,7 +35,7 @@ from halo_trainer import keys
 from halo_trainer.api.capabilities import learner_refusals, refusals, served_capabilities
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.checks.prompt_check import PromptCheckFailed
-from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve
+from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve, saved_run
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.observe.trackers import Trackers
 from halo_trainer.observe.trackers import missing as missing_trackers
@@ -220,7 +220,7 @@ class RunManager:
                     await self.registry.save(status)
                     continue
                 try:
-                    cfg = RunConfig.model_validate(json.loads(cfg_path.read_text())["run"])
+                    cfg = saved_run(json.loads(cfg_path.read_text()))
                 except (ValidationError, ValueError, KeyError) as exc:
                     # A config from an older trainer (no sampling section, say) cannot be resumed
                     # faithfully; fail that run rather than the trainer's start.
