@@ -6,7 +6,7 @@ least 2x a synchronous mode of the same loop, both measured in one bench.
 
 Starts a private stack (clone server, env, reward, vLLM on the CPU and its own redis-server; the
 trainer service is not started) on its own ports and data folder, then runs the trainer's own
-``GrpoLoop`` and rollout workers (``halo_trainer.rollout.worker.work``, as many as the trainer runs) in this
+``GrpoLoop`` and rollout workers (``halo_trainer.worker.work``, as many as the trainer runs) in this
 process, as the trainer service does, once per mode:
 
 - synchronous: ``prefetch_updates = 0``, the workers wait while the learner updates, publishes the

@@ -3,7 +3,7 @@
 What ``bench/bench_loop.py`` and ``scripts/learning_probe.py`` share: a private stack (clone
 server, env, reward, vLLM on the CPU and its own redis-server, on its own ports and data folder;
 the trainer service is not started), and one ``GrpoLoop.run`` with the trainer's rollout workers
-(``halo_trainer.rollout.worker.work``, as many as the trainer runs) beside it, as the trainer
+(``halo_trainer.worker.work``, as many as the trainer runs) beside it, as the trainer
 service runs them. The caller builds the run's config and learner and may wrap the loop's methods
 (``instrument``) to count or measure what it needs; nothing here learns, samples or scores.
 """
@@ -103,7 +103,8 @@ async def run_grpo(
 
     from halo.screenshots import ScreenshotStore
     from halo_trainer.grpo.loop import GrpoLoop
-    from halo_trainer.rollout.worker import make_services, work
+    from halo_trainer.rollout.services import make_services
+    from halo_trainer.worker import work
 
     redis = aioredis.from_url(settings.redis_url)
     services = make_services(settings, redis)

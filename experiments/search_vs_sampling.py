@@ -39,7 +39,7 @@ from halo_trainer.mcts.search import search
 from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.rollout.play import Services, play_episode
-from halo_trainer.rollout.worker import policy_client
+from halo_trainer.rollout.services import policy_client
 
 PILOT_SEED = 100_000  # the pilot's seeds: none of the main run's
 

@@ -85,7 +85,7 @@ def test_the_trainer_api_process_starts_without_torch() -> None:
 
     code = (
         "import sys\n"
-        "import halo_trainer.api.app, halo_trainer.api.runs, halo_trainer.rollout.worker, halo_trainer.observe.viewer.routes\n"
+        "import halo_trainer.api.app, halo_trainer.api.runs, halo_trainer.worker, halo_trainer.observe.viewer.routes\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

@@ -109,7 +109,7 @@ class PolicyClient(PolicyPublishing):
         """The policy service's own client (its warm-up, tests and tools), from ``PolicySettings``.
 
         The trainer never uses it: it builds its client from ``TrainerSettings``
-        (``halo_trainer.rollout.worker.policy_client``) and takes sampling settings from each run's config.
+        (``halo_trainer.rollout.services.policy_client``) and takes sampling settings from each run's config.
         """
         s = settings or PolicySettings()
         kwargs: dict[str, Any] = {

@@ -70,7 +70,7 @@ def services_plan(
             ),
             ProcessSpec(
                 "worker",
-                (python, "-m", "halo_trainer.rollout.worker"),
+                (python, "-m", "halo_trainer.worker"),
                 {
                     **shared,
                     "HALO_WORKERS": "1",

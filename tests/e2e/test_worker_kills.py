@@ -27,9 +27,9 @@ LEASE_TTL_S = 10.0  # EnvSettings.lease_ttl_s's default, which the stack runs wi
 
 
 def _worker(stack) -> subprocess.Popen:
-    """``python -m halo_trainer.rollout.worker`` beside the trainer, as an operator adds capacity."""
+    """``python -m halo_trainer.worker`` beside the trainer, as an operator adds capacity."""
     return subprocess.Popen(
-        [sys.executable, "-m", "halo_trainer.rollout.worker"],
+        [sys.executable, "-m", "halo_trainer.worker"],
         env={**stack.env, "HALO_WORKERS": "1", "HALO_LOG_LEVEL": "WARNING"},
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

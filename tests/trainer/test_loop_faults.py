@@ -19,8 +19,8 @@ from halo.schemas import EvalJob, PolicyVersion, RolloutJob, RolloutResult
 from halo_trainer import keys
 from halo_trainer.loop_parts.pipeline import InfrastructureOutage
 from halo_trainer.rollout.play import Services
-from halo_trainer.rollout.worker import work
 from halo_trainer.streams import current_policy_reader
+from halo_trainer.worker import work
 from tests.conftest import free_port
 from tests.trainer.loop_harness import (
     RUN,

@@ -21,10 +21,9 @@ from halo.schemas import (
 )
 from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import TrainerSettings
-from halo_trainer import keys
-from halo_trainer.rollout import worker
-from halo_trainer.rollout.worker import play, work
+from halo_trainer import keys, worker
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue, set_current_policy
+from halo_trainer.worker import play, work
 from tests.trainer.loop_harness import TIMEOUT_S
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, job_for, services
 from tests.trainer.test_mcts_search import SnapshotEnv

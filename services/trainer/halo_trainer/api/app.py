@@ -30,7 +30,8 @@ from halo_trainer.api.runs import RunManager, RunRefused
 from halo_trainer.observe.metrics import MetricsLog
 from halo_trainer.observe.viewer.folders import RunFolders
 from halo_trainer.observe.viewer.routes import mount_viewer
-from halo_trainer.rollout.worker import make_services, work
+from halo_trainer.rollout.services import make_services
+from halo_trainer.worker import work
 
 
 def _http_check(client: httpx.AsyncClient, url: str):

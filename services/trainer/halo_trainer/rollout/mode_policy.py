@@ -19,7 +19,7 @@ from halo.schemas import PolicyVersion, SamplingParams
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError, ServiceRejected
-from halo_trainer.rollout.worker import policy_client
+from halo_trainer.rollout.services import policy_client
 
 
 class OpenAIPolicy:
