@@ -32,11 +32,11 @@ from pathlib import Path
 from halo.cli.knob_options import add_knob_arguments
 from halo.clients import EnvClient, RewardClient
 from halo.schemas import EpisodeGroupJob, PolicyVersion
+from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, sampling_for
 from halo_trainer.evaluation.stats import exact_mcnemar
 from halo_trainer.mcts.search import search
-from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.rollout.play import Services, play_episode
 from halo_trainer.rollout.services import policy_client

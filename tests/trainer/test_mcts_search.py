@@ -14,8 +14,8 @@ import pytest
 
 from halo.actions import canonical_action
 from halo.schemas import Action, ResetResponse, Snapshot, ValidationResult
+from halo.schemas.search_settings import MCTSConfig
 from halo_trainer.mcts.search import check_critic, search
-from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import load_tree
 from halo_trainer.rollout.play import RunStopped
 from tests.script_module import load_script

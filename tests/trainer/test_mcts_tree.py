@@ -10,7 +10,7 @@ import pytest
 
 from halo.actions import INVALID_ACTION_KEY, canonical_action
 from halo.schemas import Action, ActionParseError, ParseErrorReason, SamplingParams, SearchTree, Viewport
-from halo_trainer.mcts.settings import Critic, MCTSConfig, Reference
+from halo.schemas.search_settings import Critic, MCTSConfig, Reference
 from halo_trainer.mcts.tree import Preference, Tree, composite_q, critic_priors, load_tree, ucb1
 
 SHOT = "a" * 64

@@ -39,6 +39,7 @@ from pathlib import Path
 from halo.clients import EnvClient, RewardClient
 from halo.modes import MODES, ModeError, get_mode
 from halo.schemas import Action, EvalJob, RolloutResult, RunSpec, SamplingParams, SearchJob
+from halo.schemas.search_settings import MCTSConfig
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
@@ -57,7 +58,6 @@ from halo_trainer.evaluation.pool import (
 )
 from halo_trainer.evaluation.stats import mode_summary, paired_test
 from halo_trainer.mcts.search import search
-from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.rollout.mode_policy import ModePolicy, open_mode, served_name
 from halo_trainer.rollout.play import Services, run_job
 

@@ -19,7 +19,7 @@ estimator ``exp(logp_ref - logp) - (logp_ref - logp) - 1`` averaged over both ac
 How this differs from Agent Q (Putta et al. 2024):
 
 * Pairs weigh the same whatever their Q gap, as in the paper, but the paper leaves beta, alpha and
-  theta unreported; here they are settings (``halo_trainer.mcts.settings``).
+  theta unreported; here they are settings (``halo.schemas.search_settings``).
 * The policy is a vision-language model trained through a LoRA adapter. The reference is either the
   base model (the adapter disabled, no second copy in memory) or the adapter as it was when the
   iteration began, which is the paper's iterative reference ``pi_ref <- pi_theta_i``.

@@ -38,7 +38,7 @@ from typing import Protocol
 from halo.openai_client import OpenAIChatClient
 from halo.prompts import history_lines, png_data_url
 from halo.schemas import Observation, RolloutJob
-from halo_trainer.mcts.settings import Critic, MCTSConfig
+from halo.schemas.search_settings import Critic, MCTSConfig
 from halo_trainer.rollout.play import Branch, Services
 
 NEUTRAL = 0.5  # a node's children's score when its critic failed

@@ -39,12 +39,12 @@ import time
 from collections import defaultdict
 
 from halo.schemas import PolicyVersion, RolloutResult, SearchJob
+from halo.schemas.search_settings import Reference
 from halo_trainer.config import RunConfig
 from halo_trainer.learner.batching import advantages_of
 from halo_trainer.loop_parts.jobs import search_job
 from halo_trainer.loop_parts.parts import LoopStatus, RunParts
 from halo_trainer.mcts.pairs import TreePair, pair_batches, tree_pairs
-from halo_trainer.mcts.settings import Reference
 from halo_trainer.mcts.tree import load_tree
 from halo_trainer.observe.task_counts import TrainTaskLog, count_by_task
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from halo.actions import canonical_action
 from halo.policy_client import Candidate
 from halo.schemas import Observation
+from halo.schemas.choices import RolloutNodes
 from halo_trainer.mcts.search_context import SearchContext, sampled
-from halo_trainer.mcts.settings import RolloutNodes
 from halo_trainer.rollout.play import Branch, episode_ended, execute_candidate, sample_candidates
 
 

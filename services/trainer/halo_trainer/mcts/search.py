@@ -67,12 +67,12 @@ import logging
 from pathlib import Path
 
 from halo.schemas import RolloutJob
+from halo.schemas.search_settings import MCTSConfig
 from halo_trainer.mcts.critics import check_critic, make_critic
 from halo_trainer.mcts.expansion import expand, widen
 from halo_trainer.mcts.rollout_value import rollout
 from halo_trainer.mcts.search_context import SearchContext
 from halo_trainer.mcts.search_state import ReentryRefused, SearchResult, StateStore
-from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.rollout.play import RunStopped, Services, StopCheck
 
 logger = logging.getLogger("halo.trainer.mcts")

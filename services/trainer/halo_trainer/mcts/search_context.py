@@ -12,10 +12,10 @@ from typing import Any
 
 from halo.policy_client import Candidate
 from halo.schemas import Observation, RolloutJob, TreeNode
+from halo.schemas.search_settings import MCTSConfig
 from halo.transport import CallError
 from halo_trainer.mcts.critics import NEUTRAL, CandidateCritic, CriticAnswerError, NodeView
 from halo_trainer.mcts.search_state import ReentryRefused, StateStore
-from halo_trainer.mcts.settings import MCTSConfig
 from halo_trainer.mcts.tree import Tree
 from halo_trainer.rollout.play import Branch, Services, episode_ended
 
