@@ -86,7 +86,11 @@ bench-gpu: images ## the 8B learner bench on this box's card, inside the trainer
 model: images     ## download HALO_MODEL into the Compose stack's Hugging Face cache (the one-shot `model` service; make up runs it too)
 	$(COMPOSE) run --rm model
 
-up: model         ## the whole Compose stack, waiting for every healthcheck (writes a trainer token and HALO_STACK to .env)
+# The GPU pre-flight first (seconds): a layout the cards cannot hold is refused before the 17.5 GB
+# download and before vLLM starts; `up -d` runs it once more as the policy's one-shot dependency.
+up: images        ## the whole Compose stack, waiting for every healthcheck (writes a trainer token and HALO_STACK to .env)
+	$(COMPOSE) run --rm preflight
+	$(COMPOSE) run --rm model
 	$(COMPOSE) up -d
 	@# Not `up --wait`: Compose v1 lacks it, and some v2 releases fail it on a one-shot service.
 	@echo "waiting for every healthcheck (up to $(UP_TIMEOUT_S) s)"; t0=$$(date +%s); \

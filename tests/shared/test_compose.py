@@ -38,6 +38,7 @@ from halo_trainer.config import load_defaults, profile_for, resolve
 ROOT = Path(__file__).resolve().parents[2]
 CPU_OVERRIDE = ROOT / "docker-compose.cpu.yml"
 POLICY_PORT_OVERRIDE = ROOT / "docker-compose.policy-port.yml"
+TWO_GPU_OVERRIDE = ROOT / "docker-compose.two-gpu.yml"
 TOKEN = "contract-test-token"
 
 SETTINGS: dict[str, type[BaseSettings]] = {
@@ -309,6 +310,10 @@ def wiring_problems(stack: Stack, *, expect_target: str | None = None) -> list[s
 
     # One policy: the target and the model reach vLLM and the trainer alike.
     (pname, policy), (tname, trainer) = stack.by_type(PolicySettings), stack.by_type(TrainerSettings)
+    # vLLM starts after every one-shot step: the weights downloaded, the cards checked (a card too
+    # small for vLLM's share otherwise restarts it in a loop).
+    for step in sorted(one_shot - set(services[pname].get("depends_on") or {})):
+        problems.append(f"{pname} does not wait for the one-shot {step}")
     if policy.target != trainer.target:
         problems.append(f"targets differ: {pname} {policy.target}, {tname} {trainer.target}")
     if expect_target and trainer.target != expect_target:
@@ -512,7 +517,7 @@ def _run_model_step(service: Mapping[str, Any], tmp_path: Path) -> subprocess.Co
 def test_vllm_starts_only_after_the_model_step_filled_the_shared_cache(gpu_stack: Stack):
     services = gpu_stack.services
     model = services["model"]
-    assert one_shot_services(services) == {"model"}
+    assert one_shot_services(services) == {"model", "preflight"}
     assert str(model["restart"]) == "no" and "healthcheck" not in model
     assert services["policy"]["depends_on"]["model"] == {"condition": "service_completed_successfully"}
     # Same model name as vLLM and the learner, into the same Hugging Face cache volume and path.
@@ -530,6 +535,71 @@ def test_the_contract_catches_vllm_not_waiting_for_the_model_step(gpu_stack: Sta
     config["services"]["policy"]["depends_on"] = {"model": {"condition": "service_started"}}
     problems = wiring_problems(Stack(config), expect_target="gpu")
     assert any("before the one-shot model has completed successfully" in p for p in problems), problems
+
+
+def _preflight_args(service: Mapping[str, Any]) -> dict[str, str]:
+    words = _command(service)
+    assert words[:3] == ["python", "-m", "halo.cli.gpu_preflight"], words
+    return dict(zip(words[3::2], words[4::2], strict=True))
+
+
+def _card(service: Mapping[str, Any]) -> str:
+    (device,) = service["deploy"]["resources"]["reservations"]["devices"]
+    (card,) = device["device_ids"]
+    return card
+
+
+@pytest.mark.parametrize("two_cards", [False, True])
+def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Path, two_cards: bool):
+    """The pre-flight reads the cards the policy and the trainer get, vLLM's share as the policy gets it
+    and the trainer's settings (its env file, its image with the memory plan), on one card and on two."""
+    if two_cards:
+        stack = Stack(
+            load(tmp_path, ROOT / "docker-compose.yml", TWO_GPU_OVERRIDE, variables={"HALO_TRAINER_GPU": "1"})
+        )
+    else:
+        stack = Stack(load(tmp_path))
+    services = stack.services
+    preflight, pname, tname = services["preflight"], *(stack.by_type(c)[0] for c in (PolicySettings, TrainerSettings))
+    assert services[pname]["depends_on"]["preflight"] == {"condition": "service_completed_successfully"}
+    assert "preflight" in one_shot_services(services) and halo_module(preflight) is None
+    assert preflight["build"]["dockerfile"] == services[tname]["build"]["dockerfile"] == "Dockerfile.trainer"
+    assert preflight.get("env_file") == services[tname].get("env_file")
+    args = _preflight_args(preflight)
+    assert (args["--policy-gpu"], args["--trainer-gpu"]) == (_card(services[pname]), _card(services[tname]))
+    assert (args["--policy-gpu"] != args["--trainer-gpu"]) == two_cards
+    (device,) = preflight["deploy"]["resources"]["reservations"]["devices"]
+    assert device["count"] in ("all", -1) and "utility" in device["capabilities"]  # nvidia-smi on every card
+    env = container_environment(preflight)
+    with only_environment(env):
+        policy_side, trainer_side = PolicySettings(_env_file=None), TrainerSettings(_env_file=None)
+    policy, trainer = stack.settings[pname], stack.settings[tname]
+    assert policy_side.gpu_memory_utilization == policy.gpu_memory_utilization == (0.90 if two_cards else 0.45)
+    assert trainer_side.target == trainer.target == "gpu"
+    assert trainer_side.policy_shares_card == trainer.policy_shares_card == (not two_cards)
+
+
+def test_the_contract_catches_vllm_not_waiting_for_the_preflight(gpu_stack: Stack):
+    config = yaml.safe_load(yaml.safe_dump(gpu_stack.config))
+    del config["services"]["policy"]["depends_on"]["preflight"]
+    problems = wiring_problems(Stack(config), expect_target="gpu")
+    assert "policy does not wait for the one-shot preflight" in problems, problems
+
+
+@pytest.mark.skipif(not CPU_OVERRIDE.exists(), reason="docker-compose.cpu.yml is not in this checkout")
+def test_the_preflight_has_nothing_to_check_on_the_cpu_target(tmp_path: Path):
+    import sys
+
+    stack = Stack(load(tmp_path, ROOT / "docker-compose.yml", CPU_OVERRIDE))
+    preflight = stack.services["preflight"]
+    assert preflight["image"] == stack.services["trainer"]["image"]  # one image, built once
+    assert stack.services["policy"]["depends_on"]["preflight"] == {"condition": "service_completed_successfully"}
+    env = {"PATH": "/usr/bin:/bin", **container_environment(preflight), "HALO_DATA_DIR": str(tmp_path)}
+    words = _command(preflight)
+    result = subprocess.run(
+        [sys.executable, *words[1:]], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0 and "nothing to check" in result.stdout, result.stderr
 
 
 @pytest.mark.skipif(not CPU_OVERRIDE.exists(), reason="docker-compose.cpu.yml is not in this checkout")
