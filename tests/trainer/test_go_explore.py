@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from halo.schemas import Action, ResetResponse, Snapshot
+from halo.schemas import Action, ResetResponse, Snapshot, ValidationResult
 from halo_trainer.search_baselines.go_explore import go_explore
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, RewardStandIn, Session, click, job_for, services
 
@@ -33,6 +33,9 @@ class SnapshotEnv(EnvStandIn):
         self.restores.append(tuple(st["actions"]))
         sid = self._new(Session(snapshot.task_id, st["seed"], st["max_steps"], actions))
         return ResetResponse(observation=self._observe(sid))
+
+    async def validate(self, session_id: str) -> ValidationResult:
+        return ValidationResult(task_id=self.sessions[session_id].task_id, success=False, reward=0.0)
 
 
 class MilestoneReward(RewardStandIn):
