@@ -191,3 +191,12 @@ def test_every_section_holds_knobs_and_the_moved_ones_name_the_section_they_left
     moved = {k.name for k in knobs.KNOBS if k.old_section}
     assert {"episodes", "seed", "learning_rate", "eval_every", "max_steps", "max_grad_norm"} <= moved
     assert all(knobs.knob(n).old_section == "grpo" and knobs.knob(n).section in ("run", "learner") for n in moved)
+
+
+def test_halo_train_help_shows_each_knobs_unit_default_and_docs_link() -> None:
+    """Typer renders help as rich markup: an unescaped "[updates]" would be taken for a tag and vanish."""
+    from typer.testing import CliRunner
+
+    out = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "250", "TERMINAL_WIDTH": "250"}).output
+    assert "[updates]" in out and "(default [none]" in out
+    assert "docs/knobs.md#warmup_steps" in out

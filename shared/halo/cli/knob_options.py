@@ -87,7 +87,9 @@ def with_knob_options(command: Callable[..., Any]) -> Callable[..., Any]:
         seeds = [k.seeds_flag] if k.seeds_flag and "_" not in k.seeds_flag else []
         # A switch has its negation too (--no-<name>): a knob whose default is true can be turned off.
         names = [f"{k.flag}/--no-{k.flag[2:]}"] if cli_type(k) is bool else [k.flag, *seeds]
-        option = typer.Option(None, *names, help=_help(k))
+        # Typer renders help as rich markup, where "[updates]" or a default of "[none]" is a tag
+        # and vanishes: escaped, the unit and the default show.
+        option = typer.Option(None, *names, help=_help(k).replace("[", "\\["))
         extra.append(inspect.Parameter(k.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=cli_type(k)))
 
     def wrapper(**kwargs: Any) -> Any:
