@@ -82,7 +82,11 @@ class TrainerSettings(HaloSettings):
         description="Model the learner loads (path or Hugging Face name); None = the tiny model the project "
         "builds (cpu) or Qwen/Qwen3-VL-8B-Instruct (gpu). Must be the model vLLM serves (checked at run start)",
     )
-    learner: LearnerConfig = Field(default_factory=LearnerConfig, description="GRPO learner hyper-parameters")
+    learner: LearnerConfig = Field(
+        default_factory=LearnerConfig,
+        description="The learner's memory settings (HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE, __GRADIENT_CHECKPOINTING); "
+        "its other fields are each run's knobs, refused here",
+    )
     rollout_workers: Annotated[int, Field(ge=0, le=64)] = Field(
         2,
         description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)",
