@@ -1,8 +1,9 @@
 """Agent modes: the named policies the users compare (evaluation, the run API and the CLI use this one table).
 
 - ``qwen3vl_base``: the served base model, no adapter.
-- ``qwen3vl_grpo`` / ``qwen3vl_mcts``: the base model plus the adapter promoted from a GRPO or an
-  MCTS run, kept as ``<checkpoints>/qwen3vl_grpo_lora/`` and ``<checkpoints>/qwen3vl_mcts_lora/``.
+- ``qwen3vl_<algorithm>`` (``qwen3vl_grpo``, ``qwen3vl_mcts``): one per run algorithm
+  (``halo.schemas.Algorithm``), the base model plus the adapter promoted from a run of it, kept as
+  ``<checkpoints>/qwen3vl_<algorithm>_lora/``.
 - ``gpt5_baseline`` / ``gpt4o_baseline``: a frontier model through an OpenAI-compatible chat API,
   given the policy's own prompt and parsed by the policy's own parser.
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from halo.schemas.choices import ALGORITHM_TITLES, Algorithm
 from halo.settings.eval import EvalSettings
 
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -45,12 +47,22 @@ class Mode:
         return f"{self.name}_lora" if self.algorithm else None
 
 
+def _promotable(algorithm: Algorithm) -> Mode:
+    """The mode serving the adapter promoted from a run of ``algorithm``: one per ``Algorithm``."""
+    title = ALGORITHM_TITLES[algorithm]
+    return Mode(
+        f"qwen3vl_{algorithm.value}",
+        "vllm",
+        f"Qwen3-VL + the LoRA promoted from an {title} run",
+        algorithm=algorithm.value,
+    )
+
+
 MODES: dict[str, Mode] = {
     m.name: m
     for m in (
         Mode("qwen3vl_base", "vllm", "Qwen3-VL as served, no adapter (before training)"),
-        Mode("qwen3vl_grpo", "vllm", "Qwen3-VL + the LoRA promoted from an online GRPO run", algorithm="grpo"),
-        Mode("qwen3vl_mcts", "vllm", "Qwen3-VL + the LoRA promoted from an MCTS (Agent Q) run", algorithm="mcts"),
+        *(_promotable(a) for a in Algorithm),
         Mode("gpt5_baseline", "openai", "GPT-5.2 through an OpenAI-compatible API", model_field="gpt5_model"),
         Mode("gpt4o_baseline", "openai", "GPT-4o through an OpenAI-compatible API", model_field="gpt4o_model"),
     )

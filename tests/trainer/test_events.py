@@ -14,7 +14,8 @@ from halo.screenshots import ScreenshotStore
 from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.api.app import create_app
-from halo_trainer.api.runs import EVENTS_KEPT, RunManager
+from halo_trainer.api.registry import EVENTS_KEPT
+from halo_trainer.api.runs import RunManager
 
 CLOSE_S = 60  # a guard: a stream that never closes fails here instead of hanging the suite
 

@@ -20,10 +20,12 @@ from halo.cli.output import console, err, fail
 from halo.cli.progress import Plan, RunProgress, duration, phase_line
 from halo.cli.summary import run_summary, viewer_link
 from halo.local_token import read_token
-from halo.schemas import RunPhase, RunSpec, RunState, RunStatus
+from halo.schemas import ALGORITHM_TITLES, RunPhase, RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
 TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
+# From the algorithm table (halo.schemas.choices): a new algorithm shows here without an edit.
+ALGORITHM_HELP = " or ".join(f"{a.value} ({title})" for a, title in ALGORITHM_TITLES.items()) + "; docs/trainer.md"
 
 
 class StackToken(httpx.Auth):
@@ -66,7 +68,7 @@ def train(
     task: list[str] = typer.Option(
         None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
     ),
-    algorithm: str = typer.Option("grpo", help="grpo or mcts (search + step-level DPO, docs/mcts.md)"),
+    algorithm: str = typer.Option("grpo", help=ALGORITHM_HELP),
     name: str = typer.Option("", help="Run name prefix"),
     detach: bool = typer.Option(False, help="Submit and return without following progress"),
     no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),

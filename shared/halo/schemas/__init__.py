@@ -11,7 +11,7 @@ from halo.schemas.actions import (
     ParseErrorReason,
 )
 from halo.schemas.base import SCHEMA_VERSION, Message, new_id
-from halo.schemas.choices import Advantage, Algorithm, LossNorm, TaskSampling, TrackerName
+from halo.schemas.choices import ALGORITHM_TITLES, Advantage, Algorithm, LossNorm, TaskSampling, TrackerName
 from halo.schemas.env import (
     CreateSessionRequest,
     ErrorKind,
@@ -60,6 +60,7 @@ __all__ = [
     "Action",
     "ActionParseError",
     "ActionType",
+    "ALGORITHM_TITLES",
     "Algorithm",
     "BranchPolicy",
     "TaskSampling",

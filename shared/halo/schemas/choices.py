@@ -13,8 +13,18 @@ from typing import Literal
 
 
 class Algorithm(StrEnum):
+    """A run's algorithm; the trainer's ``halo_trainer.loops.LOOPS`` has one loop for each."""
+
     GRPO = "grpo"
     MCTS = "mcts"
+
+
+# Each algorithm in a few words: the agent modes (``halo.modes``: one promotable mode per algorithm)
+# and the CLI's ``--algorithm`` help are built from it, so a new algorithm is named once here.
+ALGORITHM_TITLES: dict[Algorithm, str] = {
+    Algorithm.GRPO: "online GRPO",
+    Algorithm.MCTS: "MCTS (Agent Q)",
+}
 
 
 class Advantage(StrEnum):

@@ -1,33 +1,29 @@
 """Trainer service: the run API, the rollout workers and the run loop in one process.
 
-Routes stay thin: they validate, refuse a mutation that is not the user's own (``guard``: its
-content type, its origin, the bearer token), and hand over to ``RunManager``. Everything a client sends wrong is a 4xx with an ``ErrorResponse``.
+Routes stay thin, one router each (``run_routes``: the runs; ``promotion``: a run's adapter to its
+mode; the run viewer; health): they validate, refuse a mutation that is not the user's own
+(``guard``: its content type, its origin, the bearer token), and hand over to ``RunManager``.
+Everything a client sends wrong is a 4xx with an ``ErrorResponse``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from contextlib import asynccontextmanager
 
 import httpx
 import redis.asyncio as aioredis
-from fastapi import Depends, FastAPI, Request
-from fastapi.responses import StreamingResponse
+from fastapi import FastAPI
 
 from halo.logging import setup_logging
-from halo.schemas import RunEvent, RunSpec, RunState, RunStatus
-from halo.schemas.promotion import PromoteRequest, PromoteResponse
 from halo.screenshots import ScreenshotStore
-from halo.service import ServiceError as HTTPError
 from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
-from halo_trainer.api.guard import check_mutation
-from halo_trainer.api.promotion import promote_version
-from halo_trainer.api.runs import RunManager, RunRefused
-from halo_trainer.observe.metrics import MetricsLog
+from halo_trainer.api.promotion import promotion_router
+from halo_trainer.api.run_routes import runs_router
+from halo_trainer.api.runs import RunManager
 from halo_trainer.observe.viewer.folders import RunFolders
 from halo_trainer.observe.viewer.routes import mount_viewer
 from halo_trainer.rollout.services import make_services
@@ -107,88 +103,6 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
         timeout_s=12.0,
     )
 
-    def authorize(request: Request) -> None:
-        """Every state-changing route: only the user's own tools and pages may send it (``guard``)."""
-        check_mutation(request, settings)
-
-    def manager(request: Request) -> RunManager:
-        return request.app.state.manager
-
-    async def known_run(run_id: str, mgr: RunManager) -> RunStatus:
-        status = await mgr.registry.get(run_id)
-        if status is None:
-            raise HTTPError(404, f"no run {run_id!r}")
-        return status
-
-    @app.post("/runs", status_code=201, response_model=RunStatus, dependencies=[Depends(authorize)], tags=["runs"])
-    async def create_run(spec: RunSpec, request: Request) -> RunStatus:
-        try:
-            return await manager(request).create(spec)
-        except RunRefused as exc:
-            raise HTTPError(exc.status, str(exc)) from exc
-
-    @app.get("/runs", response_model=list[RunStatus], tags=["runs"])
-    async def list_runs(request: Request) -> list[RunStatus]:
-        return await manager(request).registry.all()
-
-    @app.get("/runs/{run_id}", response_model=RunStatus, tags=["runs"])
-    async def get_run(run_id: str, request: Request) -> RunStatus:
-        return await known_run(run_id, manager(request))
-
-    @app.post("/runs/{run_id}/stop", response_model=RunStatus, dependencies=[Depends(authorize)], tags=["runs"])
-    async def stop_run(run_id: str, request: Request) -> RunStatus:
-        mgr = manager(request)
-        status = await known_run(run_id, mgr)
-        await mgr.stop(run_id)
-        return status
-
-    @app.post(
-        "/runs/{run_id}/promote", response_model=PromoteResponse, dependencies=[Depends(authorize)], tags=["runs"]
-    )
-    async def promote_run(run_id: str, body: PromoteRequest) -> PromoteResponse:
-        """Copy the run's adapter version (default: its newest) to its mode (default: its algorithm's),
-        as `halo modes promote <mode> --run <run_id> [--version k]` does."""
-        return await asyncio.to_thread(promote_version, evals, run_id, body)
-
-    @app.get("/runs/{run_id}/metrics", tags=["runs"])
-    async def run_metrics(run_id: str, request: Request) -> list[dict]:
-        status = await known_run(run_id, manager(request))
-        return MetricsLog(f"{status.run_dir}/metrics.jsonl").read()
-
-    @app.get("/runs/{run_id}/events", tags=["runs"])
-    async def run_events(run_id: str, request: Request) -> StreamingResponse:
-        """Server-sent events: every status change of the run, then `done`, then the stream closes.
-
-        A run that is over (stopped, finished, failed) and not training here gets its `done` even
-        when its log holds none (a run marked stopped while no trainer ran it).
-        """
-        mgr = manager(request)
-        await known_run(run_id, mgr)
-        over = {RunState.STOPPED, RunState.FINISHED, RunState.FAILED}
-
-        async def stream():
-            last: str | None = None
-            while not await request.is_disconnected():
-                events = await mgr.registry.events(run_id, 0)
-                # The log is capped (oldest trimmed), so positions shift: resume after the last event
-                # sent, found by content (each status event carries its own timestamp).
-                fresh = events
-                if last is not None and last in events:
-                    fresh = events[len(events) - events[::-1].index(last) :]
-                for event in fresh:
-                    last = event
-                    kind = json.loads(event)["kind"]
-                    yield f"event: {kind}\ndata: {event}\n\n"
-                    if kind == "done":
-                        return
-                status = await mgr.registry.get(run_id)
-                if not fresh and run_id not in mgr.active and (status is None or status.state in over):
-                    state = status.state.value if status is not None else "unknown"
-                    final = RunEvent(run_id=run_id, kind="done", data={"state": state}).model_dump_json()
-                    yield f"event: done\ndata: {final}\n\n"
-                    return
-                await asyncio.sleep(1.0)
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
-
+    app.include_router(runs_router(settings))
+    app.include_router(promotion_router(settings, evals))
     return app

@@ -21,6 +21,7 @@ Tools (the CLI, curl) send no ``Origin``; they pass (1) and (3).
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from fastapi import Request
@@ -75,3 +76,12 @@ def check_mutation(request: Request, settings: TrainerSettings) -> None:
             raise ServiceError(
                 401, "missing or wrong bearer token (Authorization: Bearer <token>; `halo stack token` prints it)"
             )
+
+
+def mutation_guard(settings: TrainerSettings) -> Callable[[Request], None]:
+    """The dependency every state-changing route declares: only the user's own tools and pages may send it."""
+
+    def authorize(request: Request) -> None:
+        check_mutation(request, settings)
+
+    return authorize

@@ -10,12 +10,17 @@ saved (422).
 
 from __future__ import annotations
 
+import asyncio
 import json
+
+from fastapi import APIRouter, Depends
 
 from halo import modes as agent_modes
 from halo.schemas.promotion import PromoteRequest, PromoteResponse
 from halo.service import ServiceError
 from halo.settings.eval import EvalSettings
+from halo.settings.trainer import TrainerSettings
+from halo_trainer.api.guard import mutation_guard
 from halo_trainer.observe.viewer.folders import RunFolders
 
 
@@ -55,3 +60,17 @@ def promote_version(settings: EvalSettings, run_id: str, request: PromoteRequest
         sha256=str(record.get("sha256", "")),
         served_as=served,
     )
+
+
+def promotion_router(settings: TrainerSettings, evals: EvalSettings) -> APIRouter:
+    router = APIRouter(tags=["runs"])
+
+    @router.post(
+        "/runs/{run_id}/promote", response_model=PromoteResponse, dependencies=[Depends(mutation_guard(settings))]
+    )
+    async def promote_run(run_id: str, body: PromoteRequest) -> PromoteResponse:
+        """Copy the run's adapter version (default: its newest) to its mode (default: its algorithm's),
+        as `halo modes promote <mode> --run <run_id> [--version k]` does."""
+        return await asyncio.to_thread(promote_version, evals, run_id, body)
+
+    return router

@@ -1,4 +1,4 @@
-"""Runs: their status in Redis (the API's source of truth), their folders, and the task that trains them.
+"""Runs: their folders and the task that trains them (their status in Redis: ``registry``).
 
 One run trains at a time per trainer process (the learner owns the accelerator). A run whose
 status says ``running`` when the trainer starts was interrupted by a crash: it is resumed from its
@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 
 from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
-from halo.schemas import Algorithm, RunEvent, RunPhase, RunSpec, RunState, RunStatus
+from halo.schemas import Algorithm, RunPhase, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
 from halo.settings.trainer import TrainerSettings
@@ -33,6 +33,7 @@ from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.api.capabilities import learner_refusals, refusals, served_capabilities
+from halo_trainer.api.registry import RunRegistry
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.checks.prompt_check import PromptCheckFailed
 from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve, saved_run
@@ -40,12 +41,10 @@ from halo_trainer.mcts.search import check_critic
 from halo_trainer.observe.trackers import Trackers
 from halo_trainer.observe.trackers import missing as missing_trackers
 
-if TYPE_CHECKING:  # the loop imports torch: loaded when a run starts, not with the API
-    from halo_trainer.grpo.loop import GrpoLoop
-    from halo_trainer.mcts.loop import MctsLoop
+if TYPE_CHECKING:  # the loops import torch: loaded when a run starts, not with the API
+    from halo_trainer.loop_parts.loop import Loop
 
 logger = logging.getLogger("halo.trainer.runs")
-EVENTS_KEPT = 500
 
 
 class ModelMismatch(RuntimeError):
@@ -78,48 +77,15 @@ def same_model(a: str, b: str) -> bool:
     return (pa.is_absolute() or pa.exists()) and (pb.is_absolute() or pb.exists()) and pa.resolve() == pb.resolve()
 
 
+def loop_class(algorithm: Algorithm) -> type[Loop]:
+    """The run's loop, from the one table of them (``halo_trainer.loops.LOOPS``; imports torch)."""
+    from halo_trainer.loops import LOOPS
+
+    return LOOPS[algorithm]
+
+
 def new_run_id(spec: RunSpec) -> str:
     return f"{spec.name or spec.domain}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-
-
-class RunRegistry:
-    def __init__(self, redis: aioredis.Redis, runs_dir: Path) -> None:
-        self.redis, self.runs_dir = redis, Path(runs_dir)
-
-    async def save(self, status: RunStatus, *, done: bool = False, phase_only: bool = False) -> None:
-        """``done``: the run's end; its ``done`` event goes in the same transaction, so a watcher
-        never sees the final status without it. ``phase_only``: only ``status.phase`` changed, and
-        the event carries the phase alone: a run reports its phase several times an update, and the
-        event log (500 kept) is what every watching viewer reads back each second."""
-        status.updated_at = time.time()
-        data = status.model_dump_json()
-        kind, payload = ("phase", json.loads(data)["phase"] or {}) if phase_only else ("status", json.loads(data))
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(keys.RUNS, status.run_id, data)
-            pipe.rpush(
-                keys.events(status.run_id), RunEvent(run_id=status.run_id, kind=kind, data=payload).model_dump_json()
-            )
-            if done:
-                end = RunEvent(run_id=status.run_id, kind="done", data={"state": status.state.value})
-                pipe.rpush(keys.events(status.run_id), end.model_dump_json())
-            pipe.ltrim(keys.events(status.run_id), -EVENTS_KEPT, -1)
-            await pipe.execute()
-        if status.run_dir:
-            path = Path(status.run_dir) / "status.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(data)
-
-    async def get(self, run_id: str) -> RunStatus | None:
-        raw = await self.redis.hget(keys.RUNS, run_id)
-        return RunStatus.model_validate_json(raw) if raw else None
-
-    async def all(self) -> list[RunStatus]:
-        raw = await self.redis.hgetall(keys.RUNS)
-        runs = [RunStatus.model_validate_json(v) for v in raw.values()]
-        return sorted(runs, key=lambda r: r.created_at, reverse=True)
-
-    async def events(self, run_id: str, start: int) -> list[str]:
-        return [e.decode() for e in await self.redis.lrange(keys.events(run_id), start, -1)]
 
 
 class RunManager:
@@ -333,7 +299,7 @@ class RunManager:
             logger.warning("run %s: could not unload its adapters from vLLM (%s)", run_id, exc)
 
     @staticmethod
-    async def _release_weights(loop: GrpoLoop | MctsLoop) -> None:
+    async def _release_weights(loop: Loop) -> None:
         """Give vLLM its base weights back after a full-weights run (``PolicyPublisher.release``);
         a failure is logged, never turned into the run's outcome."""
         try:
@@ -346,9 +312,7 @@ class RunManager:
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         await import_off_loop()  # the imports below are then lookups
         from halo_trainer.checks.tower_check import check_tower_lora
-        from halo_trainer.grpo.loop import GrpoLoop
         from halo_trainer.loop_parts.parts import LoopStatus
-        from halo_trainer.mcts.loop import MctsLoop
         from halo_trainer.observe.plots import plot_run
 
         async def report(now: LoopStatus) -> None:
@@ -365,7 +329,7 @@ class RunManager:
 
         run_dir = Path(status.run_dir or "")
         trackers: Trackers | None = None
-        loop: GrpoLoop | MctsLoop | None = None
+        loop: Loop | None = None
         learner = None
         try:
             status.state = RunState.RUNNING
@@ -378,9 +342,8 @@ class RunManager:
             await check_tower_lora(self.policy, learner, cfg, run_dir)  # a vision-side lora_target only
             config = cfg.model_dump(mode="json")
             trackers = await asyncio.to_thread(Trackers.open, cfg.report_to, run_dir, cfg.run_id, config)
-            # Each algorithm's loop is its own file, both built from the same parts (loop_parts).
-            loop_class = MctsLoop if cfg.algorithm is Algorithm.MCTS else GrpoLoop
-            loop = loop_class(
+            # Each algorithm's loop is its own file, all built from the same parts (loop_parts).
+            loop = loop_class(cfg.algorithm)(
                 cfg,
                 redis=self.redis,
                 policy=self.policy,
@@ -451,8 +414,7 @@ class RunManager:
 
 # What a run's loop imports (torch, transformers, peft): seconds, loaded only when a run starts.
 LOOP_MODULES = (
-    "halo_trainer.grpo.loop",
-    "halo_trainer.mcts.loop",
+    "halo_trainer.loops",
     "halo_trainer.checks.tower_check",
     "halo_trainer.loop_parts.parts",
     "halo_trainer.observe.plots",
