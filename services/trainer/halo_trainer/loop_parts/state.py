@@ -20,7 +20,9 @@ class Counters:
     inflight: dict[str, float] = field(default_factory=dict)  # job id -> time published
     pending_entries: list[str] = field(default_factory=list)  # results used since the last checkpoint
     pending_jobs: list[str] = field(default_factory=list)
-    task_signal: dict[str, float] = field(default_factory=dict)  # task -> moving mean |advantage| (task_schedule)
+    # task -> moving mean |advantage| (grpo.task_schedule): only GRPO runs fill it. Kept here, not in
+    # grpo/, because a checkpoint saves Counters whole: runs saved before load as they were.
+    task_signal: dict[str, float] = field(default_factory=dict)
 
     def restore(self, saved: dict[str, Any]) -> None:
         """Take a checkpoint's values in place: every part holds this one object."""
