@@ -10,7 +10,14 @@ import sys
 
 import typer
 
-from halo.cli import mode_commands, stack_commands, task_model_commands, train_commands, trainer_tool_commands
+from halo.cli import (
+    cluster_commands,
+    mode_commands,
+    stack_commands,
+    task_model_commands,
+    train_commands,
+    trainer_tool_commands,
+)
 
 app = typer.Typer(help="HALO-Agent: online RL for a Qwen3-VL browser agent.", no_args_is_help=True)
 stack_app = typer.Typer(help="The embedded local stack (every service as a local process).", no_args_is_help=True)
@@ -23,6 +30,8 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
 app.add_typer(runs_app, name="runs")
 app.add_typer(modes_app, name="modes")
+cluster_app = typer.Typer(help="Past one box: rollout nodes placed by Ray (docs/cluster.md).", no_args_is_help=True)
+app.add_typer(cluster_app, name="cluster")
 
 # These commands hand every argument, --help included, to an entry point that parses its own options.
 PASSTHROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
@@ -52,6 +61,10 @@ app.command("eval", context_settings=PASSTHROUGH)(trainer_tool_commands.evaluate
 app.command("view", context_settings=PASSTHROUGH)(trainer_tool_commands.view)
 app.command("memory-plan", context_settings=PASSTHROUGH)(trainer_tool_commands.memory_plan)
 app.command()(trainer_tool_commands.smoke)
+
+# -- the cluster layer (python -m halo_cluster) ------------------------------------------------------
+for _name in ("up", "status", "down", "scale", "join"):
+    cluster_app.command(_name, context_settings=PASSTHROUGH)(getattr(cluster_commands, _name))
 
 
 def main() -> None:  # pragma: no cover - console entry point
