@@ -1,0 +1,82 @@
+"""A policy replica stand-in with the vLLM routes the fan-out uses, as a real HTTP server process:
+``/v1/models``, ``/v1/load_lora_adapter``, ``/v1/unload_lora_adapter`` (vLLM's answers: 400 for a
+name already loaded or one too many, 404 for an unknown name) and ``/v1/chat/completions`` that
+answers after a fixed latency with the name that answered in ``model`` (404 for one not served).
+
+``--answer-as NAME`` makes it answer every request from NAME whatever was asked: the replica that
+silently serves another version, which the client must catch.
+
+``python -m tests.cluster.stub_replica --port P [--latency-ms 30] [--load-ms 200] [--max-loras 4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+BASE = "tiny-base"
+
+
+def build_app(latency_ms: float, load_ms: float, max_loras: int, answer_as: str):
+    from fastapi import FastAPI
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI()
+    adapters: dict[str, str] = {}
+
+    def error(status: int, message: str) -> JSONResponse:
+        return JSONResponse({"error": {"message": message}}, status_code=status)
+
+    @app.get("/health")
+    async def health() -> dict:
+        return {"pid": os.getpid()}
+
+    @app.get("/v1/models")
+    async def models() -> dict:
+        return {"data": [{"id": BASE}] + [{"id": name, "root": path} for name, path in adapters.items()]}
+
+    @app.post("/v1/load_lora_adapter")
+    async def load(body: dict):
+        name = body["lora_name"]
+        if name in adapters:
+            return error(400, f"The lora adapter '{name}' has already been loaded.")
+        if len(adapters) >= max_loras:
+            return error(400, f"max_loras={max_loras} adapters already loaded")
+        await asyncio.sleep(load_ms / 1000)
+        adapters[name] = body["lora_path"]
+        return f"Success: LoRA adapter '{name}' added successfully."
+
+    @app.post("/v1/unload_lora_adapter")
+    async def unload(body: dict):
+        if adapters.pop(body["lora_name"], None) is None:
+            return error(404, f"The lora adapter '{body['lora_name']}' cannot be found.")
+        return "Success"
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: dict):
+        model = body["model"]
+        if model != BASE and model not in adapters:
+            return error(404, f"The model `{model}` does not exist.")
+        await asyncio.sleep(latency_ms / 1000)
+        return {"model": answer_as or model, "choices": [{"message": {"role": "assistant", "content": "click(1)"}}]}
+
+    return app
+
+
+def main() -> None:
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency-ms", type=float, default=30.0)
+    parser.add_argument("--load-ms", type=float, default=200.0)
+    parser.add_argument("--max-loras", type=int, default=4)
+    parser.add_argument("--answer-as", default="")
+    args = parser.parse_args()
+    app = build_app(args.latency_ms, args.load_ms, args.max_loras, args.answer_as)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
