@@ -24,7 +24,7 @@ one process so that their ratio is not skewed by load that changes between them:
 state, and the preference pairs MCTS builds among them (``Tree.preference_pairs``: every two
 explored children whose Q differ, the higher chosen; all K(K-1)/2 = 28 when the Q are distinct,
 each action in K - 1 = 7 pairs), rows built as ``mcts.pairs.pair_batches`` builds them (one row
-per pair side), the reference log-probs computed once, and one ``Learner.dpo_update`` (beta 0.1,
+per pair side), the reference log-probs computed once, and one ``Learner.dpo.update`` (beta 0.1,
 micro-batches of 8 pairs, the trainer's default) per path, timed alternately; plus the reference
 scoring of the pairs' rows, the rows and tokens through the decoder, and the two paths' agreement
 (every step's loss, and the weights after all of them, with ``adam_eps`` 1e-3 as the tests use so
@@ -290,7 +290,7 @@ def dpo_setup(group: int) -> tuple[Path, list[tuple[int, int]], LearnerBatch, Le
 
 
 def dpo_traffic(learner: Learner, chosen: LearnerBatch, rejected: LearnerBatch) -> dict:
-    """Per path: completion rows and tokens (padded) through the decoder in one ``dpo_update``, and
+    """Per path: completion rows and tokens (padded) through the decoder in one ``dpo.update``, and
     the input bytes moved to the device, micro-batch by micro-batch as the learner forms them."""
     merge = learner._merge
     out = {path: {"completion_rows": 0, "decoder_rows": 0, "decoder_tokens": 0, "input_bytes": 0} for path in PATHS}
@@ -336,7 +336,7 @@ def dpo_main(args: argparse.Namespace) -> None:
     }
 
     def step(one: Learner) -> dict[str, float]:
-        return one.dpo_update(chosen, rejected, ref_chosen, ref_rejected, beta=DPO_BETA)
+        return one.dpo.update(chosen, rejected, ref_chosen, ref_rejected, beta=DPO_BETA)
 
     def score(one: Learner) -> None:
         one.logprobs(chosen, adapter=False)

@@ -2,7 +2,7 @@
 
 Measured, on the embedded default (vLLM's CPU build serving the tiny Qwen3-VL, float32): for each
 ``full_weights`` preset, a learner that trains it writes a version's folder
-(``Learner.save_base_weights``: the whole base model, as vLLM's in-place reload reads it) and
+(``Learner.weights.save_base_weights``: the whole base model, as vLLM's in-place reload reads it) and
 ``PolicyClient.publish_weights`` serves it with a new adapter (pause and drain, ``reload_weights``,
 adapter load, older adapters unloaded, resume), ``--reps`` versions each; then one n=8 request on
 the new version. Sizes: the trained parameters' bytes, and the folder's.
@@ -109,7 +109,7 @@ async def measure_tiny(settings, model_dir: Path, reps: int, work: Path) -> dict
                 load_model(model_dir),
                 LearnerConfig(lora_r=8, lora_alpha=16.0, max_tokens=48, full_weights=(preset,)),
             )
-            trained = dict(zip(learner.full_weight_names(), learner.full_params, strict=True))
+            trained = dict(zip(learner.weights.full_weight_names(), learner.full_params, strict=True))
             save_ms, totals, steps = [], [], {"pause_s": [], "reload_s": [], "adapter_s": []}
             for v in range(1, reps + 1):
                 with torch.no_grad():  # a new version: the trained tensors move
@@ -117,8 +117,8 @@ async def measure_tiny(settings, model_dir: Path, reps: int, work: Path) -> dict
                         p.add_(torch.randn_like(p) * 1e-3)
                 folder = work / preset / f"v{v}"
                 started = time.perf_counter()
-                learner.save_adapter(folder / "adapter")
-                learner.save_base_weights(folder / "weights")
+                learner.weights.save_adapter(folder / "adapter")
+                learner.weights.save_base_weights(folder / "weights")
                 save_ms.append((time.perf_counter() - started) * 1000)
                 timing = await client.publish_weights(
                     f"sync-{preset}-v{v}", str(folder / "adapter"), str(folder / "weights")

@@ -8,7 +8,7 @@ configured the way the trainer configures it: the gpu target's resolved `Trainer
 sampling, Dr. GRPO's normaliser), its log-probs at the run's temperature as `halo_trainer.api.runs`
 builds them. The update is one step-group job: `max_steps` steps x `num_generations` candidates,
 each step its own 1280x720 screenshot prompt (~1,880 tokens with the goal and 8 history actions),
-every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`Learner.dpo_update`)
+every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`Learner.dpo.update`)
 on pairs of those candidates. The prompts are tokenized with the tiny model's tokenizer (ids fit in
 the 8B vocabulary) and an image processor at Qwen3-VL's real pixel limits, so a screenshot becomes
 as many vision tokens as on the real model.
@@ -325,7 +325,7 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     ref_w, ref_l = learner.logprobs(chosen), learner.logprobs(rejected)
     sync(args.device)
     start = time.perf_counter()
-    learner.dpo_update(chosen, rejected, ref_w, ref_l, beta=0.1)
+    learner.dpo.update(chosen, rejected, ref_w, ref_l, beta=0.1)
     sync(args.device)
     dpo_s = time.perf_counter() - start
     dpo_peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None

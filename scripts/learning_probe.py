@@ -267,9 +267,9 @@ def run_image_tv(run_dir: Path, model: str | None) -> list[dict]:
     for ckpt in [None, *CheckpointManager(run_dir / "checkpoints").complete()]:
         learner = Learner(load_model(model), cfg.learner_config(settings.resolved_learner()))
         if ckpt is not None:
-            learner.load_adapter(ckpt.adapter_dir)
-            if learner.full_weight_names():
-                learner.load_base_weights(ckpt.full_weights_dir)
+            learner.weights.load_adapter(ckpt.adapter_dir)
+            if learner.weights.full_weight_names():
+                learner.weights.load_base_weights(ckpt.full_weights_dir)
         tv = image_tv_of(learner, processor, shots, goal)
         lines.append(
             {"run": run_dir.name, "task": cfg.tasks[0], "update": 0 if ckpt is None else ckpt.step, "image_tv": tv}

@@ -3,7 +3,7 @@
 vLLM's ``reload_weights`` (``PolicyClient.publish_weights``) reads a model folder the way it
 read the one it started from: every base weight as ``*.safetensors`` in transformers' naming
 (``model.visual.*``, ``model.language_model.*``, ``lm_head.*``) with the model's ``config.json``.
-The learner writes it (``Learner.save_base_weights``, through ``full_weights.write_weights``);
+The learner writes it (``Learner.weights.save_base_weights``, through ``full_weights.write_weights``);
 ``perturbed_weights`` writes a stand-in for a trained version, which the parity test uses the way it
 uses ``lora.random_adapter``.
 """

@@ -164,7 +164,7 @@ def test_a_trained_tower_adapter_serves_as_the_learner_scores(
     assert any(".visual.blocks." in n for n in moved) and any(".visual.merger." in n for n in moved)
     print(f"one update: {metrics.get('train/grad_norm')=}, vision lora_B tensors moved: {len(moved)}/{len(vision_b)}")
 
-    served = asyncio.run(_sample(settings, screenshot_png, None, learner.save_adapter(tmp_path / "adapter")))
+    served = asyncio.run(_sample(settings, screenshot_png, None, learner.weights.save_adapter(tmp_path / "adapter")))
     batch = _batch(processor, served, screenshot_png)
     with torch.no_grad():
         ours = learner.logprobs(batch)

@@ -75,7 +75,7 @@ def test_round_trip_reproduces_the_next_update_exactly(tmp_path: Path, new_learn
 
     # The test can tell: without the optimizer and scheduler state the same update differs.
     adapter_only = new_learner()
-    adapter_only.load_adapter(saved.adapter_dir)
+    adapter_only.weights.load_adapter(saved.adapter_dir)
     adapter_only.update(next_batch)
     other = adapter_only.trainable_state()
     assert not all(torch.equal(other[k], expected_params[k]) for k in expected_params)

@@ -97,13 +97,13 @@ def test_the_run_request_refuses_an_unknown_preset() -> None:
 
 def test_lora_only_is_the_default(base_model) -> None:
     learner = Learner(tiny_model(base_model), config())
-    assert learner.full_weight_names() == [] and learner.full_params == []
+    assert learner.weights.full_weight_names() == [] and learner.full_params == []
     assert len(learner.optimizer.param_groups) == 1
 
 
 def test_only_lora_and_the_chosen_modules_change(base_model, processor) -> None:
     learner = Learner(tiny_model(base_model), config(full_weights=("vision_merger",), full_weights_lr=1e-3))
-    chosen = learner.full_weight_names()
+    chosen = learner.weights.full_weight_names()
     assert chosen and all(n.startswith(MERGER) for n in chosen)
     groups = learner.optimizer.param_groups
     assert len(groups) == 2 and groups[1]["lr"] == 1e-3 and groups[0]["lr"] == 1e-3
@@ -148,7 +148,7 @@ def test_dpo_trains_the_full_weights_too(base_model, processor) -> None:
     chosen, rejected = group_batch(processor, [0.0]), group_batch(processor, [0.0], completions=[[20, 21]])
     ref_c, ref_r = learner.logprobs(chosen, adapter=False), learner.logprobs(rejected, adapter=False)
     before = [p.detach().clone() for p in learner.full_params]
-    learner.dpo_update(chosen, rejected, ref_c, ref_r, beta=0.1)
+    learner.dpo.update(chosen, rejected, ref_c, ref_r, beta=0.1)
     moved = [not torch.equal(p, b) for p, b in zip(learner.full_params, before, strict=True)]
     assert moved == [has_gradient(p) for p in learner.full_params] and any(moved)
 
@@ -164,31 +164,31 @@ def test_saved_base_weights_have_the_model_folders_keys_and_load_back(base_model
         for n, p in learner.model.named_parameters():
             if "lora_B" in n:
                 p.fill_(1.0)  # a non-zero adapter: it must not be merged into what is saved
-    out = learner.save_base_weights(tmp_path / "base")
+    out = learner.weights.save_base_weights(tmp_path / "base")
     assert folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
     # transformers loads it: the base weights, trained modules updated, adapter not merged
     loaded = load_model(out)
-    chosen = set(learner.full_weight_names())
+    chosen = set(learner.weights.full_weight_names())
     for name, param in loaded.named_parameters():
         expected = base_model.get_parameter(name) + (0.25 if name in chosen else 0.0)
         assert torch.equal(param, expected), name
     # and a fresh learner loads it back
     fresh = Learner(tiny_model(base_model), config(full_weights=("vision_merger",)))
-    fresh.load_base_weights(out)
+    fresh.weights.load_base_weights(out)
     assert all(torch.equal(a, b) for a, b in zip(fresh.full_params, learner.full_params, strict=True))
     # written again after more training: the folder is replaced whole
     with torch.no_grad():
         learner.full_params[0].add_(1.0)
-    assert learner.save_base_weights(out) == out and folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
+    assert learner.weights.save_base_weights(out) == out and folder_tensors(out) == folder_tensors(Path(tiny_model_dir))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["base"]  # no temp or old folder left
-    name = learner.full_weight_names()[0]
+    name = learner.weights.full_weight_names()[0]
     assert torch.equal(full_weights.read_weights(out)[name], learner.full_params[0].detach())
     # a folder holding anything else (a model's own, with its tokenizer) is refused and left as it is
     model_like = tmp_path / "model"
     full_weights.write_weights({"x": torch.zeros(2)}, model_like)
     (model_like / "tokenizer.json").write_text("{}")
     with pytest.raises(ValueError, match="not a weights folder written here"):
-        learner.save_base_weights(model_like)
+        learner.weights.save_base_weights(model_like)
     assert sorted(p.name for p in model_like.iterdir()) == ["model.safetensors", "tokenizer.json"]
 
 
@@ -198,21 +198,21 @@ def test_saved_base_weights_keep_the_folders_dtype(base_model, tiny_model_dir, t
     load_model(tiny_model_dir, dtype="bfloat16").save_pretrained(bf16_dir)
     learner = Learner(load_model(bf16_dir), config(full_weights=("vision_merger",)))
     assert {p.dtype for p in learner.full_params} == {torch.float32}
-    out = learner.save_base_weights(tmp_path / "base")
+    out = learner.weights.save_base_weights(tmp_path / "base")
     assert folder_tensors(out) == folder_tensors(bf16_dir)
 
 
 def test_loading_weights_that_do_not_fit_is_refused(base_model, tmp_path) -> None:
     learner = Learner(tiny_model(base_model), config(full_weights=("vision",)))
     partial = Learner(tiny_model(base_model), config(full_weights=("vision_merger",)))
-    partial.save_base_weights(tmp_path / "merger", trained_only=True)
+    partial.weights.save_base_weights(tmp_path / "merger", trained_only=True)
     with pytest.raises(ValueError, match="trained weights missing"):
-        learner.load_base_weights(tmp_path / "merger")
+        learner.weights.load_base_weights(tmp_path / "merger")
     full_weights.write_weights({"model.visual.nothing.weight": torch.zeros(2)}, tmp_path / "odd")
     with pytest.raises(ValueError, match="unknown weights"):
-        learner.load_base_weights(tmp_path / "odd")
+        learner.weights.load_base_weights(tmp_path / "odd")
     with pytest.raises(ValueError, match="no .safetensors"):
-        learner.load_base_weights(tmp_path)
+        learner.weights.load_base_weights(tmp_path)
 
 
 def test_learner_config_full_weights_belong_to_runs() -> None:
@@ -244,7 +244,7 @@ def test_a_checkpoint_restores_full_weights_and_their_optimizer_state_exactly(ba
     for _ in range(2):
         original.update(group_batch(processor, [1.0, -1.0]))
     saved = manager.save(original, config={"run_id": "run-test"})
-    assert saved.full_weight_names() == sorted(original.full_weight_names())
+    assert saved.full_weight_names() == sorted(original.weights.full_weight_names())
 
     restored = Learner(tiny_model(base_model), config(**FULL))
     manager.restore(restored, manager.load_latest())
@@ -262,7 +262,7 @@ def test_a_checkpoint_restores_full_weights_and_their_optimizer_state_exactly(ba
     assert all(torch.equal(expected[k], got[k]) for k in expected)
     # and the test can tell: a learner restored without the full weights takes another step
     lora_only = Learner(tiny_model(base_model), config(**FULL))
-    lora_only.load_adapter(saved.adapter_dir)
+    lora_only.weights.load_adapter(saved.adapter_dir)
     lora_only.optimizer.load_state_dict(torch.load(saved.path / "optimizer.pt", weights_only=True)["optimizer"])
     lora_only.update(batch)
     other = lora_only.trainable_state()
@@ -318,9 +318,9 @@ def test_the_initial_base_weights_are_the_model_as_loaded(base_model, processor,
     trained = [p.detach().clone() for p in learner.full_params]
     assert any(
         not torch.equal(t, base_model.get_parameter(n))
-        for n, t in zip(learner.full_weight_names(), trained, strict=True)
+        for n, t in zip(learner.weights.full_weight_names(), trained, strict=True)
     )
-    loaded = load_model(learner.save_initial_base_weights(tmp_path / "v0"))
+    loaded = load_model(learner.weights.save_initial_base_weights(tmp_path / "v0"))
     for name, param in loaded.named_parameters():
         assert torch.equal(param, base_model.get_parameter(name)), name
     assert all(torch.equal(p, t) for p, t in zip(learner.full_params, trained, strict=True))

@@ -151,7 +151,7 @@ def test_lora_gradients_equal_the_per_row_path(base_model, batch, temperature: f
 
 def test_full_weight_vision_gradients_equal_the_per_row_path(base_model, batch) -> None:
     learner = trained_learner(base_model, full_weights=("vision",))
-    assert any(".visual." in n for n in learner.full_weight_names())
+    assert any(".visual." in n for n in learner.weights.full_weight_names())
     weights = torch.randn(batch.completion_mask.shape, generator=torch.Generator().manual_seed(3))
     _, grads_row = gradients(learner, completion_logprobs, batch, weights)
     _, grads_grp = gradients(learner, grouped_logprobs, batch, weights)
@@ -291,8 +291,8 @@ def test_a_dpo_update_gives_the_same_weights_as_the_per_row_path(base_model, pro
     w, r = LearnerBatch(chosen, torch.zeros(3)), LearnerBatch(rejected, torch.zeros(3))
     ref_w, ref_r = grouped.logprobs(w, adapter=False), grouped.logprobs(r, adapter=False)
     assert torch.allclose(ref_w, per_row.logprobs(w, adapter=False), atol=1e-5, rtol=0)
-    m_grouped = grouped.dpo_update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
-    m_per_row = per_row.dpo_update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
+    m_grouped = grouped.dpo.update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
+    m_per_row = per_row.dpo.update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
     assert m_grouped["dpo/grad_norm"] > 0
     assert m_grouped["dpo/grad_norm"] == pytest.approx(m_per_row["dpo/grad_norm"], rel=1e-5)
     assert_same_state(grouped, per_row)

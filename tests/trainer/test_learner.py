@@ -305,7 +305,7 @@ def test_grpo_loop_learns_a_one_token_bandit(base_model, processor) -> None:
 def test_saved_adapter_has_language_model_keys_only_and_loads_back(base_model, processor, tmp_path) -> None:
     learner = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
     learner.update(group_batch(processor, [1.0, -1.0]))
-    path = learner.save_adapter(tmp_path / "v1")
+    path = learner.weights.save_adapter(tmp_path / "v1")
     assert {"adapter_config.json", "adapter_model.safetensors"} <= {p.name for p in path.iterdir()}
     adapter_config = json.loads((path / "adapter_config.json").read_text())
     assert adapter_config["r"] == 4 and adapter_config["lora_alpha"] == 8.0
@@ -317,7 +317,7 @@ def test_saved_adapter_has_language_model_keys_only_and_loads_back(base_model, p
     assert all(k.endswith((".lora_A.weight", ".lora_B.weight")) for k in keys)
 
     other = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
-    other.load_adapter(path)
+    other.weights.load_adapter(path)
     batch = group_batch(processor, [1.0, -1.0])
     assert torch.equal(other.logprobs(batch), learner.logprobs(batch))
 
@@ -329,7 +329,7 @@ def test_vllm_lora_loader_accepts_the_saved_adapter(base_model, tmp_path) -> Non
     from vllm.lora.peft_helper import PEFTHelper
 
     learner = Learner(tiny_model(base_model), config(lora_r=4, lora_alpha=8.0))
-    path = learner.save_adapter(tmp_path / "v1")
+    path = learner.weights.save_adapter(tmp_path / "v1")
     helper = PEFTHelper.from_local_dir(str(path), max_position_embeddings=512)
     expected = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
     lora = LoRAModel.from_local_checkpoint(str(path), expected, helper, lora_model_id=1, device="cpu")

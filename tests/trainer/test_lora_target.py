@@ -83,14 +83,14 @@ def test_the_learner_trains_the_vision_lora_and_saves_it_under_the_names_vllm_ma
     trained = {n for n, p in learner.model.named_parameters() if p.requires_grad}
     assert any(".visual.blocks.0.attn.qkv.lora_B" in n for n in trained)
     assert any(".visual.merger.linear_fc1.lora_B" in n for n in trained)
-    keys = load_file(str(learner.save_adapter(tmp_path / "a") / "adapter_model.safetensors")).keys()
+    keys = load_file(str(learner.weights.save_adapter(tmp_path / "a") / "adapter_model.safetensors")).keys()
     assert "base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight" in keys
     assert "base_model.model.model.visual.deepstack_merger_list.0.linear_fc2.lora_B.weight" in keys
     # and a learner of the same preset reads it back
     other = Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16, lora_target="language+tower"))
-    other.load_adapter(tmp_path / "a")
+    other.weights.load_adapter(tmp_path / "a")
     with pytest.raises(ValueError, match="does not fit"):
-        Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16)).load_adapter(tmp_path / "a")
+        Learner(load_model(tiny_model_dir), plain_config(lora_r=8, lora_alpha=16)).weights.load_adapter(tmp_path / "a")
     assert torch.equal(
         dict(other.model.named_parameters())["base_model.model.model.visual.blocks.0.attn.qkv.lora_A.default.weight"],
         dict(learner.model.named_parameters())["base_model.model.model.visual.blocks.0.attn.qkv.lora_A.default.weight"],

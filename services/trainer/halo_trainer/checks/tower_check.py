@@ -53,7 +53,7 @@ def probe_adapter(learner: Any, directory: Path, seed: int = 0) -> Path:
     import torch
     from safetensors.torch import load_file, save_file
 
-    learner.save_adapter(directory)
+    learner.weights.save_adapter(directory)
     path = directory / "adapter_model.safetensors"
     state = load_file(str(path))
     generator = torch.Generator().manual_seed(seed)

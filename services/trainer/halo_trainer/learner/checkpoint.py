@@ -4,7 +4,7 @@ A checkpoint is a directory ``ckpt-<step>`` holding
 
 * ``adapter/``: the LoRA adapter exactly as vLLM loads it (a resumed run can serve it directly),
 * ``full_weights/``: only when the run trains base-model modules in full (``full_weights``): those
-  parameters as safetensors in the learner's own dtype (``Learner.save_base_weights(trained_only=True)``);
+  parameters as safetensors in the learner's own dtype (``Learner.weights.save_base_weights(trained_only=True)``);
   a checkpoint without it comes from a LoRA-only run, and restoring it into a learner that trains full
   weights (or the other way round, or other modules) is refused,
 * ``optimizer.pt``: AdamW's state and the learning-rate scheduler's, ``rng.pt``: Python, NumPy and
@@ -170,12 +170,12 @@ class CheckpointManager:
         tmp = self.root / f"{TMP_PREFIX}{step}-{secrets.token_hex(4)}"
         tmp.mkdir()
 
-        learner.save_adapter(tmp / "adapter")
+        learner.weights.save_adapter(tmp / "adapter")
         for path in (tmp / "adapter").iterdir():
             _fsync_path(path)
         _fsync_path(tmp / "adapter")
-        if learner.full_weight_names():
-            learner.save_base_weights(tmp / "full_weights", trained_only=True)
+        if learner.weights.full_weight_names():
+            learner.weights.save_base_weights(tmp / "full_weights", trained_only=True)
             for path in (tmp / "full_weights").iterdir():
                 _fsync_path(path)
             _fsync_path(tmp / "full_weights")
@@ -228,15 +228,15 @@ class CheckpointManager:
         """Put the learner (built with the same base model and config) and the RNGs back to the checkpoint.
 
         ValueError, learner untouched, when the checkpoint trained other full-weight modules."""
-        saved, wanted = checkpoint.full_weight_names(), sorted(learner.full_weight_names())
+        saved, wanted = checkpoint.full_weight_names(), sorted(learner.weights.full_weight_names())
         if saved != wanted:
             raise ValueError(
                 f"{checkpoint.path} trained {_describe(saved)}, this learner trains {_describe(wanted)} "
                 f"(full_weights={list(learner.config.full_weights)}): resume it with the run's own full_weights"
             )
-        learner.load_adapter(checkpoint.adapter_dir)
+        learner.weights.load_adapter(checkpoint.adapter_dir)
         if saved:
-            learner.load_base_weights(checkpoint.full_weights_dir)
+            learner.weights.load_base_weights(checkpoint.full_weights_dir)
         state = torch.load(checkpoint.path / "optimizer.pt", map_location=learner.device, weights_only=True)
         learner.optimizer.load_state_dict(state["optimizer"])
         learner.scheduler.load_state_dict(state["scheduler"])

@@ -1,11 +1,12 @@
-"""The learner's step-level DPO update (``Learner.dpo_update``, the loss in ``halo_trainer.learner.dpo``):
-a mixin of ``halo_trainer.learner.learner.Learner``, which supplies the model, the optimiser, the
-micro-batches and the packing it uses.
+"""The learner's step-level DPO update (``Learner.dpo.update``, the loss in ``halo_trainer.learner.dpo``):
+the learner holds one and lends it its model, optimiser, micro-batches and packing, so a DPO step
+trains the same parameters with the same optimiser as a GRPO update.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -13,6 +14,9 @@ from torch import Tensor
 from halo_model.grouped import supports_packing
 from halo_trainer.learner.dpo import DPOStats, dpo_loss
 from halo_trainer.learner.learner_batch import LearnerBatch
+
+if TYPE_CHECKING:
+    from halo_trainer.learner.learner import Learner
 
 
 def _to(tensor: Tensor | None, device: torch.device) -> Tensor | None:
@@ -36,9 +40,12 @@ def _joined_allowed(batches: Sequence[LearnerBatch], width: int) -> Tensor | Non
 
 
 class DPOUpdate:
-    """``dpo_update``: one optimiser step of step-level DPO on preference pairs (see the module docstring)."""
+    """``update``: one optimiser step of step-level DPO on preference pairs (see the module docstring)."""
 
-    def dpo_update(
+    def __init__(self, learner: Learner):
+        self.learner = learner
+
+    def update(
         self,
         chosen: LearnerBatch,
         rejected: LearnerBatch,
@@ -55,48 +62,51 @@ class DPOUpdate:
         if len(chosen) != len(rejected) or len(chosen) == 0:
             raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
         n = len(chosen)
-        self.optimizer.zero_grad(set_to_none=True)
+        learner = self.learner
+        device = learner.device
+        learner.optimizer.zero_grad(set_to_none=True)
         stats = DPOStats()
-        self.model.train()
+        learner.model.train()
         try:
-            for rows in self._micro_batches(chosen.inputs, range(n)):
-                micro_w, micro_l = chosen.select(rows, self._merge), rejected.select(rows, self._merge)
+            for rows in learner._micro_batches(chosen.inputs, range(n)):
+                micro_w, micro_l = chosen.select(rows, learner._merge), rejected.select(rows, learner._merge)
                 logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
-                mask_w = micro_w.inputs.completion_mask.to(self.device)
-                mask_l = micro_l.inputs.completion_mask.to(self.device)
-                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(self.device)
-                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(self.device)
+                mask_w = micro_w.inputs.completion_mask.to(device)
+                mask_l = micro_l.inputs.completion_mask.to(device)
+                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(device)
+                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(device)
                 loss, micro_stats = dpo_loss(
                     logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
                 )
                 loss.backward()
                 stats = stats.merge(micro_stats)
-            grad_norm, lr = self._optimizer_step(True)
+            grad_norm, lr = learner._optimizer_step(True)
         finally:
-            self.model.eval()
+            learner.model.eval()
         return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
             "dpo/grad_norm": grad_norm,
             "dpo/lr": lr,
-            "train/step": float(self.step),
+            "train/step": float(learner.step),
         }
 
     def _pair_logprobs(self, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
         """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
         path one packed forward, so a state's prompt is scored once for both of its actions (and an
         action both sides share, once)."""
-        if not (self._packs and supports_packing(self.model)):
+        learner, device = self.learner, self.learner.device
+        if not (learner._packs and supports_packing(learner.model)):
             return tuple(
-                self.logprob_fn(self.model, m.inputs.to(self.device), grad=True, allowed=_to(m.allowed, self.device))
+                learner.logprob_fn(learner.model, m.inputs.to(device), grad=True, allowed=_to(m.allowed, device))
                 for m in (chosen, rejected)
             )
         width_w = chosen.inputs.completion_ids.shape[1]
         width_l = rejected.inputs.completion_ids.shape[1]
         allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
-        logp = self.logprob_fn(
-            self.model,
-            self._packed(chosen.inputs, rejected.inputs).to(self.device),
+        logp = learner.logprob_fn(
+            learner.model,
+            learner._packed(chosen.inputs, rejected.inputs).to(device),
             grad=True,
-            allowed=_to(allowed, self.device),
+            allowed=_to(allowed, device),
         )
         n = len(chosen)
         return logp[:n, :width_w], logp[n:, :width_l]

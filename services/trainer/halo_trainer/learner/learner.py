@@ -1,5 +1,6 @@
-"""The GRPO learner: a LoRA adapter on Qwen3-VL's language model, and optionally chosen base-model
-modules trained in full, updated from groups of completions.
+"""The learner: a LoRA adapter on Qwen3-VL's language model, and optionally chosen base-model modules
+trained in full, updated by policy gradient from groups of completions (GRPO's ``update``) or by
+step-level DPO from preference pairs (MCTS's ``dpo.update``).
 
 One ``Learner.update(batch)`` is one optimiser step:
 
@@ -10,10 +11,10 @@ One ``Learner.update(batch)`` is one optimiser step:
 3. clip the gradient (adapter and full weights together), AdamW step, learning-rate schedule step.
 
 The LoRA adapter covers the language model, and the vision connector or tower too as the config's
-``lora_target`` says (``halo_model.lora``); ``save_adapter``
+``lora_target`` says (``halo_model.lora``); ``weights.save_adapter``
 writes exactly what vLLM's ``/v1/load_lora_adapter`` reads. The config's ``full_weights`` name
 base-model modules (``halo_model.full_weights``: the vision merger, the last vision blocks, ...)
-that train in full in their own AdamW param group (``full_weights_lr``); ``save_base_weights``
+that train in full in their own AdamW param group (``full_weights_lr``); ``weights.save_base_weights``
 writes the base model with them as a model folder vLLM's ``reload_weights`` and transformers load.
 
 The reference policy (``kl_coef > 0``, ``logprobs(adapter=False)``) is the model as loaded: the
@@ -31,9 +32,11 @@ packed on the CPU (``grouped.pack``: each prompt's pixels once) and moved to the
 the device never holds the whole update's batch. The entropy metric is read from the logits the
 log-prob function computes (a forward hook on ``lm_head``), so nothing is computed twice.
 
-The ``Learner`` is in this module (the GRPO update, the reference policy, ``logprobs``); its parts in
-sibling modules: the batch, its micro-batches and the log-prob call (``learner_batch``), the DPO update
-(``dpo_update``), and saving and loading the adapter and the full weights (``learner_weights``).
+The ``Learner`` is in this module (the GRPO update, the reference policy, ``logprobs``) and holds its
+parts, each in a sibling module: the DPO update (``dpo``, ``dpo_update.DPOUpdate``), which shares its
+model, optimiser and micro-batches, and saving and loading the adapter and the full weights (``weights``,
+``learner_weights.LearnerWeights``); the batch, its micro-batches and the log-prob call are in
+``learner_batch``.
 """
 
 from __future__ import annotations
@@ -62,9 +65,9 @@ from halo_trainer.learner.objective import LossStats, policy_loss
 logger = logging.getLogger(__name__)
 
 
-class Learner(DPOUpdate, LearnerWeights):
-    """LoRA (and full-weight) policy-gradient learner over a transformers Qwen3-VL model (see the module
-    docstring)."""
+class Learner:
+    """LoRA (and full-weight) learner over a transformers Qwen3-VL model: GRPO's ``update``, DPO's
+    ``dpo.update``, the weights on disk ``weights`` (see the module docstring)."""
 
     def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = grouped_logprobs):
         """``logprob_fn`` takes a ``PolicyBatch`` (``logprobs.completion_logprobs``: the per-row path);
@@ -111,7 +114,10 @@ class Learner(DPOUpdate, LearnerWeights):
             self.optimizer, lambda step: min(1.0, (step + 1) / warmup) if warmup else 1.0
         )
         self.step = 0
-        self._saved_dtype: torch.dtype | None = None
+        self.weights = LearnerWeights(
+            self.model, self.lora_params, self._full_names, self.full_params, config.full_weights, self.reference_policy
+        )
+        self.dpo = DPOUpdate(self)
         base_config = base.config
         self._merge: int = base_config.vision_config.spatial_merge_size
         self._vision_token_ids = [base_config.image_token_id, base_config.video_token_id]

@@ -1,18 +1,21 @@
 """Saving and loading the learner's trained weights: the LoRA adapter as vLLM's ``/v1/load_lora_adapter``
 reads it, and the base model with its full-weight modules as vLLM's ``reload_weights`` and transformers
-load it (``halo_model.full_weights``). A mixin of ``halo_trainer.learner.learner.Learner``, which
-supplies the model, its full-weight parameters and the reference policy.
+load it (``halo_model.full_weights``). The learner holds one (``Learner.weights``) and gives it the
+model, its full-weight parameters and the reference policy.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import torch
-from peft import set_peft_model_state_dict
+from peft import PeftModel, set_peft_model_state_dict
 from safetensors.torch import load_file
+from torch import Tensor
 
 from halo_model import full_weights
 
@@ -21,6 +24,31 @@ logger = logging.getLogger("halo_trainer.learner.learner")  # the learner's mess
 
 class LearnerWeights:
     """The adapter and the full weights, to and from disk (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: PeftModel,
+        lora_params: Sequence[Tensor],
+        full_names: Sequence[str],
+        full_params: Sequence[Tensor],
+        full_weights_setting: Sequence[str],
+        reference_policy: Callable[[], AbstractContextManager[None]],
+    ):
+        """``lora_params``: the adapter's (their device and dtype are the learner's); ``full_names``/
+        ``full_params``: the trained base-model parameters by checkpoint name;
+        ``full_weights_setting`` the config's ``full_weights`` (for messages); ``reference_policy``
+        the learner's, which puts the full-weight modules back to their values as loaded."""
+        self.model = model
+        self.lora_params = list(lora_params)
+        self._full_names = list(full_names)
+        self.full_params = list(full_params)
+        self._full_weights_setting = list(full_weights_setting)
+        self.reference_policy = reference_policy
+        self._saved_dtype: torch.dtype | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.lora_params[0].device
 
     def save_adapter(self, directory: str | Path) -> Path:
         """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
@@ -77,7 +105,7 @@ class LearnerWeights:
         if unknown or missing:
             raise ValueError(
                 f"{directory} does not fit this learner: unknown weights {unknown[:3]}, "
-                f"trained weights missing {missing[:3]} (full_weights={list(self.config.full_weights)})"
+                f"trained weights missing {missing[:3]} (full_weights={self._full_weights_setting})"
             )
         for name, tensor in state.items():
             if tensor.shape != targets[name].shape:

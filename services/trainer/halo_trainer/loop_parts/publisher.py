@@ -47,7 +47,7 @@ class AdapterWeights:
         """Any vLLM with runtime LoRA loading serves adapters."""
 
     async def save(self, version: int) -> None:
-        self.learner.save_adapter(self.run_dir / "adapters" / f"v{version}")
+        self.learner.weights.save_adapter(self.run_dir / "adapters" / f"v{version}")
 
     async def load(self, record: PolicyVersion, redis: aioredis.Redis) -> dict[str, float]:
         # Workers in other processes may still sample from the previous version: old versions
@@ -80,7 +80,7 @@ class FullWeights(AdapterWeights):
             return
         if not await self.policy.weight_reload_available():
             raise WeightReloadUnavailable(
-                f"this run trains full weights ({', '.join(self.learner.full_weight_names()[:3])}, "
+                f"this run trains full weights ({', '.join(self.learner.weights.full_weight_names()[:3])}, "
                 f"...) but the policy server at {self.policy.base_url} cannot reload weights (no /collective_rpc): "
                 "start it with HALO_POLICY_WEIGHT_RELOAD=true (vLLM's dev mode), or train LoRA alone"
             )
@@ -88,12 +88,12 @@ class FullWeights(AdapterWeights):
 
     async def save(self, version: int) -> None:
         await super().save(version)
-        await asyncio.to_thread(self.learner.save_base_weights, self._weights(version))
+        await asyncio.to_thread(self.learner.weights.save_base_weights, self._weights(version))
 
     async def load(self, record: PolicyVersion, redis: aioredis.Redis) -> dict[str, float]:
         weights = self._weights(record.version)
         if not weights.exists():
-            await asyncio.to_thread(self.learner.save_base_weights, weights)
+            await asyncio.to_thread(self.learner.weights.save_base_weights, weights)
         timing = await self.policy.publish_weights(
             record.adapter_name,
             record.adapter_path,
@@ -112,7 +112,7 @@ class FullWeights(AdapterWeights):
 
     async def release(self, current: PolicyVersion) -> None:
         folder = self._weights(0)
-        await asyncio.to_thread(self.learner.save_initial_base_weights, folder)
+        await asyncio.to_thread(self.learner.weights.save_initial_base_weights, folder)
         seconds = await self.policy.reload_weights(str(folder))
         await asyncio.to_thread(shutil.rmtree, folder, True)
         logger.info("run %s ended: vLLM serves the base weights again (%.2f s)", current.run_id, seconds)
@@ -135,7 +135,7 @@ class PolicyPublisher:
         self.run_id, self.redis, self.policy, self.run_dir, self.c = run_id, redis, policy, run_dir, counters
         self.progress = progress or Progress()
         self.max_staleness, self.outage_wait_s = max_staleness, outage_wait_s
-        strategy = FullWeights if learner.full_weight_names() else AdapterWeights
+        strategy = FullWeights if learner.weights.full_weight_names() else AdapterWeights
         self.weights: AdapterWeights = strategy(policy, learner, run_dir)
         self.sync_metrics: dict[str, float] = {}  # the last publish's timings, for the update's metrics
 
