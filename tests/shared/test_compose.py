@@ -576,6 +576,9 @@ def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Pa
     policy, trainer = stack.settings[pname], stack.settings[tname]
     assert policy_side.gpu_memory_utilization == policy.gpu_memory_utilization == (0.90 if two_cards else 0.45)
     assert trainer_side.target == trainer.target == "gpu"
+    assert trainer_side.model == trainer.model == GPU_DEFAULT_MODEL
+    cache = "/root/.cache/huggingface"
+    assert _mounts(preflight)[cache] == _mounts(services[tname])[cache]  # a cached config of another model
     assert trainer_side.policy_shares_card == trainer.policy_shares_card == (not two_cards)
 
 
@@ -597,7 +600,7 @@ def test_the_preflight_has_nothing_to_check_on_the_cpu_target(tmp_path: Path):
     env = {"PATH": "/usr/bin:/bin", **container_environment(preflight), "HALO_DATA_DIR": str(tmp_path)}
     words = _command(preflight)
     result = subprocess.run(
-        [sys.executable, *words[1:]], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, *words[1:]], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0 and "nothing to check" in result.stdout, result.stderr
 

@@ -167,3 +167,14 @@ def test_the_preflight_without_a_card_or_with_a_bad_setting_says_so(tmp_path: Pa
     assert bad.returncode == 2 and "gpu_memory_utilization" in bad.stderr
     for r in (none, wrong, bad):
         assert "Traceback" not in r.stderr
+
+
+def test_another_model_is_planned_from_its_config_and_an_unreadable_one_is_not_refused(tmp_path: Path, tiny_model_dir):
+    """HALO_MODEL other than the 8B: the plan reads its config.json (the tiny model fits a 24 GB card the
+    8B does not); a config the pre-flight cannot read is not refused on a guess."""
+    small, _ = _run(tmp_path, "rtx4090-24gb", HALO_TRAINER_MODEL=str(tiny_model_dir))
+    assert small.returncode == 0 and "the memory plan fits" in small.stdout, small.stderr
+    assert f"--model {tiny_model_dir}" in small.stdout
+    unknown, _ = _run(tmp_path, "rtx4090-24gb", HALO_TRAINER_MODEL=str(tmp_path / "elsewhere"))
+    assert unknown.returncode == 0 and "not checked" in unknown.stdout, unknown.stderr
+    assert "Traceback" not in unknown.stderr + unknown.stdout

@@ -96,6 +96,7 @@ class Layout:
     policy: GpuCard
     learner: GpuCard
     utilization: float
+    model: str | None = None  # HALO_MODEL when it is not the 8B the plan knows by heart
 
     @property
     def shares_card(self) -> bool:
@@ -106,6 +107,8 @@ class Layout:
         of the smaller (the plan takes one size): a stricter check, never a looser one."""
         gib = min(self.policy.total_gib, self.learner.total_gib)
         args = ["--card-gib", f"{gib:.2f}", "--gpu-memory-utilization", f"{self.utilization:.2f}"]
+        if self.model:
+            args += ["--model", self.model]
         return args if self.shares_card else [*args, "--two-cards"]
 
     def describe(self) -> str:
@@ -175,11 +178,12 @@ def run_plan(args: Sequence[str]) -> dict[str, Any]:
         ) from None
 
 
-def _settings() -> tuple[str, float, bool]:
-    """(target, vLLM's share, the learner's memory check) from the settings' owners."""
+def _settings() -> tuple[str, float, bool, str | None]:
+    """(target, vLLM's share, the learner's memory check, a model other than the 8B) from the
+    settings' owners."""
     from pydantic import ValidationError
 
-    from halo.settings.policy import PolicySettings
+    from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
     from halo.settings.trainer import TrainerSettings
 
     try:
@@ -189,7 +193,8 @@ def _settings() -> tuple[str, float, bool]:
         error = exc.errors()[0]
         where = ".".join(str(x) for x in error["loc"])
         raise PreflightError(f"a setting is not valid: {where}: {error['msg']}") from None
-    return trainer.target, policy.gpu_memory_utilization, trainer.memory_check
+    model = trainer.model if trainer.model not in (None, "", GPU_DEFAULT_MODEL) else None
+    return trainer.target, policy.gpu_memory_utilization, trainer.memory_check, model
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -198,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trainer-gpu", default="0", help="the learner's card (HALO_TRAINER_GPU)")
     args = parser.parse_args(argv)
     try:
-        target, utilization, memory_check = _settings()
+        target, utilization, memory_check, model = _settings()
         if target != "gpu":
             sys.stdout.write(f"{PREFIX}: the {target} target uses no card: nothing to check\n")
             return 0
@@ -207,8 +212,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             pick(cards, args.policy_gpu, "HALO_POLICY_GPU"),
             pick(cards, args.trainer_gpu, "HALO_TRAINER_GPU"),
             utilization,
+            model,
         )
-        verdict = decide(layout, run_plan(layout.plan_args()), memory_check=memory_check)
+        try:
+            plan = run_plan(layout.plan_args())
+        except PreflightError as exc:
+            if model is None:
+                raise
+            # Another model's sizes come from its config.json: unreadable here (a folder only vLLM
+            # mounts, no network), it is not refused on a guess; vLLM and the run check still apply.
+            sys.stdout.write(f"{PREFIX}: {layout.describe()}; HALO_MODEL={model} not checked: {exc}\n")
+            return 0
+        verdict = decide(layout, plan, memory_check=memory_check)
     except PreflightError as exc:
         sys.stderr.write(f"{PREFIX}: refusing to start: {exc}\n")
         return 2
