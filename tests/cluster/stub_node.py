@@ -7,7 +7,8 @@ answers after a fixed delay and whose ``/health`` answers at once.
 ``python -m tests.cluster.stub_node worker --env-url U --policy-ms 40``: takes ``StubJob``s from the
 Redis stream ``<prefix>jobs`` (the real ``halo.queue``), plays ``steps`` steps each (a policy
 "sample" of fixed latency, then one env ``/step``), counts the transitions in ``<prefix>transitions``
-and marks the job done in the queue, with the node it ran on in ``<prefix>ran_on``.
+and marks the job done in the queue, with the node it ran on in ``<prefix>ran_on`` and how many
+times it was completed in ``<prefix>done_count``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ async def work(env_url: str, policy_ms: float, redis_url: str, prefix: str, node
                 (await env.get("/step")).raise_for_status()
                 await client.incr(f"{prefix}transitions")
             await client.hset(f"{prefix}ran_on", delivery.message.job_id, node)
+            await client.hincrby(f"{prefix}done_count", delivery.message.job_id, 1)
 
         while True:
             await queue.process(consumer, play, block_ms=500)

@@ -144,3 +144,34 @@ def test_a_node_whose_processes_cannot_start_is_reported_with_the_reason(ray_clu
         assert "no browser here" in status.nodes[0].reason
     finally:
         sup.shutdown()
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_run_loses_no_job_and_is_reported(ray_cluster, redis_url, prefix) -> None:
+    """A raylet removed while its workers hold jobs: its actor's processes die with it, the jobs
+    they held are reclaimed from Redis by the other node's workers, every job is done exactly once
+    and no job is dead-lettered; the supervisor says which node is gone instead of waiting."""
+    cluster, _nodes = ray_cluster
+    extra = cluster.add_node(num_cpus=1, resources={"rollout_node": 1})
+    plan = stub_plan(workers=2, redis_url=redis_url, prefix=prefix, env_ms=30, policy_ms=30)
+    sup = make_supervisor(redis_url, prefix, plan, rollout_nodes=3, create_deadline_s=5.0)
+    try:
+        status = tick_until(sup, lambda s: states(s) == ["running"] * 3)
+        ids = asyncio.run(publish_jobs(redis_url, prefix, 60, steps=4))
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
+        while client.hlen(f"{prefix}ran_on") < 10:
+            time.sleep(0.2)
+        cluster.remove_node(extra)
+        extra = None
+        ran_on = wait_jobs_done(redis_url, prefix, ids, timeout_s=120)
+        assert set(ran_on) == set(ids)
+        done_counts = [int(n) for n in client.hvals(f"{prefix}done_count")]
+        assert len(done_counts) == len(ids) and max(done_counts) == 1, "a job was completed twice"
+        assert client.xlen(f"{prefix}jobs:dead") == 0
+        status = tick_until(sup, lambda s: any(n.state in ("restarting", "unplaceable") for n in s.nodes))
+        lost = [n for n in status.nodes if n.state != "running"]
+        assert len(lost) == 1 and lost[0].reason, status.model_dump_json(indent=1)
+    finally:
+        sup.shutdown()
+        if extra is not None:
+            cluster.remove_node(extra)
