@@ -1,6 +1,6 @@
 """The trainer's own GRPO loop run in this process, against a private stack.
 
-What ``bench/bench_loop.py`` and ``scripts/learning_probe.py`` share: a private stack (clone
+What ``bench/bench_loop.py`` and ``experiments/learning_probe.py`` share: a private stack (clone
 server, env, reward, vLLM on the CPU and its own redis-server, on its own ports and data folder;
 the trainer service is not started), and one ``GrpoLoop.run`` with the trainer's rollout workers
 (``halo_trainer.worker.work``, as many as the trainer runs) beside it, as the trainer

@@ -17,7 +17,7 @@ values only:
   layouts, (k * groups + j) mod slots; a multi-button task's each see a new shuffle of the buttons.
 
     .venv/bin/halo stack up -s sites -s env -s reward -s policy
-    .venv/bin/python scripts/learning_probe.py --task local.playground-2 --updates 100 --out var/probe/moving.jsonl
+    .venv/bin/python experiments/learning_probe.py --task local.playground-2 --updates 100 --out var/probe/moving.jsonl
 
 ``--base-port N`` starts a private stack instead (sites, env, reward, vLLM on N..N+3, its own
 redis-server on ``--redis-port``, data in var/probe-stack) and stops it at the end.
@@ -37,7 +37,7 @@ weights back at the end. ``--run DIR`` reads a training run instead of training:
 base model and of each checkpoint the run kept (adapter and full weights), over the screenshots of
 the run's first evaluation (from the screenshot store), no service needed:
 
-    .venv/bin/python scripts/learning_probe.py --run var/runs/<run_id> --out var/probe/run.jsonl
+    .venv/bin/python experiments/learning_probe.py --run var/runs/<run_id> --out var/probe/run.jsonl
 
 ``--plot OUT.png FILE.jsonl ...`` draws probe outputs side by side (image_tv on a log scale, greedy
 layouts solved and sampled hit rate per update), one line per file, labelled by file name.

@@ -1,4 +1,4 @@
-"""Load one of the repository's scripts (scripts/, bench/) as a module, for tests of its functions.
+"""Load one of the repository's scripts (scripts/, experiments/, bench/) as a module, for tests of its functions.
 
 The scripts are programs, not packages: they are loaded from their file. The module is registered
 in ``sys.modules`` under its file's stem before it runs, as an import would, so its dataclasses and
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_script(relative_path: str) -> ModuleType:
-    """``relative_path`` from the repository root, e.g. ``scripts/learning_probe.py``."""
+    """``relative_path`` from the repository root, e.g. ``experiments/learning_probe.py``."""
     path = ROOT / relative_path
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)

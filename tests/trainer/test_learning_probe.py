@@ -1,4 +1,4 @@
-"""scripts/learning_probe.py: the run it asks the trainer's loop for, and the lines it reads from the run folder."""
+"""experiments/learning_probe.py: the run it asks the trainer's loop for, and the lines it reads from the run folder."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.script_module import load_script
 
 @pytest.fixture(scope="module")
 def probe():
-    return load_script("scripts/learning_probe.py")
+    return load_script("experiments/learning_probe.py")
 
 
 def args(**over) -> argparse.Namespace:
