@@ -39,3 +39,14 @@ def test_the_token_is_made_once_private_and_reused(tmp_path) -> None:
     assert len(token) == 64 and token_path(tmp_path).stat().st_mode & 0o777 == 0o600
     assert ensure_token(tmp_path) == token
     assert auth_env(token) == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+
+
+def test_every_cluster_setting_is_documented_and_a_bad_value_is_clear(monkeypatch) -> None:
+    from pydantic import ValidationError
+
+    from halo.settings.cluster import ClusterSettings
+
+    assert all(field.description for field in ClusterSettings.model_fields.values())
+    monkeypatch.setenv("HALO_CLUSTER_ROLLOUT_NODES", "-1")
+    with pytest.raises(ValidationError, match="rollout_nodes"):
+        ClusterSettings(_env_file=None)
