@@ -178,3 +178,13 @@ def test_another_model_is_planned_from_its_config_and_an_unreadable_one_is_not_r
     unknown, _ = _run(tmp_path, "rtx4090-24gb", HALO_TRAINER_MODEL=str(tmp_path / "elsewhere"))
     assert unknown.returncode == 0 and "not checked" in unknown.stdout, unknown.stderr
     assert "Traceback" not in unknown.stderr + unknown.stdout
+
+
+def test_the_two_card_file_on_one_card_is_refused(tmp_path: Path):
+    """docker-compose.two-gpu.yml without HALO_TRAINER_GPU=1: vLLM's 0.90 and the learner on card 0, while
+    the trainer's plan would count the whole card as the learner's."""
+    env = {"HALO_TRAINER_POLICY_SHARES_CARD": "false", "HALO_POLICY_GPU_MEMORY_UTILIZATION": "0.90"}
+    result, _ = _run(tmp_path, "two-a100-40gb", "--policy-gpu", "0", "--trainer-gpu", "0", **env)
+    assert result.returncode == 2 and "both on card 0: set HALO_TRAINER_GPU=1" in result.stderr, result.stderr
+    apart, _ = _run(tmp_path, "two-a100-40gb", "--policy-gpu", "0", "--trainer-gpu", "1", **env)
+    assert apart.returncode == 0 and "the memory plan fits" in apart.stdout, apart.stderr

@@ -178,9 +178,17 @@ def run_plan(args: Sequence[str]) -> dict[str, Any]:
         ) from None
 
 
-def _settings() -> tuple[str, float, bool, str | None]:
-    """(target, vLLM's share, the learner's memory check, a model other than the 8B) from the
-    settings' owners."""
+@dataclass(frozen=True)
+class Settings:
+    target: str
+    utilization: float  # vLLM's share of its card
+    memory_check: bool
+    policy_shares_card: bool  # what the trainer believes; the cards say what is true
+    model: str | None  # a model other than the 8B
+
+
+def _settings() -> Settings:
+    """What the pre-flight reads, from the settings' owners."""
     from pydantic import ValidationError
 
     from halo.settings.policy import GPU_DEFAULT_MODEL, PolicySettings
@@ -194,7 +202,21 @@ def _settings() -> tuple[str, float, bool, str | None]:
         where = ".".join(str(x) for x in error["loc"])
         raise PreflightError(f"a setting is not valid: {where}: {error['msg']}") from None
     model = trainer.model if trainer.model not in (None, "", GPU_DEFAULT_MODEL) else None
-    return trainer.target, policy.gpu_memory_utilization, trainer.memory_check, model
+    return Settings(
+        trainer.target, policy.gpu_memory_utilization, trainer.memory_check, trainer.policy_shares_card, model
+    )
+
+
+def check_cards_agree(layout: Layout, policy_shares_card: bool) -> None:
+    """The trainer's belief about the card (its memory plan counts the whole card when vLLM is
+    elsewhere) against the cards Compose gives: the two-card file without HALO_TRAINER_GPU=1 puts
+    vLLM's 0.90 share and the learner on one card."""
+    if layout.shares_card and not policy_shares_card:
+        raise PreflightError(
+            f"HALO_TRAINER_POLICY_SHARES_CARD=false (docker-compose.two-gpu.yml) but vLLM and the learner are "
+            f"both on card {layout.policy.index}: set HALO_TRAINER_GPU=1 for two cards, or drop "
+            "docker-compose.two-gpu.yml for one"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,17 +225,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trainer-gpu", default="0", help="the learner's card (HALO_TRAINER_GPU)")
     args = parser.parse_args(argv)
     try:
-        target, utilization, memory_check, model = _settings()
-        if target != "gpu":
-            sys.stdout.write(f"{PREFIX}: the {target} target uses no card: nothing to check\n")
+        settings = _settings()
+        if settings.target != "gpu":
+            sys.stdout.write(f"{PREFIX}: the {settings.target} target uses no card: nothing to check\n")
             return 0
         cards = read_cards()
+        model = settings.model
         layout = Layout(
             pick(cards, args.policy_gpu, "HALO_POLICY_GPU"),
             pick(cards, args.trainer_gpu, "HALO_TRAINER_GPU"),
-            utilization,
+            settings.utilization,
             model,
         )
+        check_cards_agree(layout, settings.policy_shares_card)
         try:
             plan = run_plan(layout.plan_args())
         except PreflightError as exc:
@@ -223,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # mounts, no network), it is not refused on a guess; vLLM and the run check still apply.
             sys.stdout.write(f"{PREFIX}: {layout.describe()}; HALO_MODEL={model} not checked: {exc}\n")
             return 0
-        verdict = decide(layout, plan, memory_check=memory_check)
+        verdict = decide(layout, plan, memory_check=settings.memory_check)
     except PreflightError as exc:
         sys.stderr.write(f"{PREFIX}: refusing to start: {exc}\n")
         return 2
