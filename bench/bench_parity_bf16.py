@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from halo.policy_client import PolicyClient  # noqa: E402
 from halo.policy_results import SampleResult  # noqa: E402
 from halo.prompts import tool_call_regex  # noqa: E402
+from halo.schemas.knobs import knob  # noqa: E402
 from halo.settings.policy import PolicySettings  # noqa: E402
 
 TEMPERATURE = 0.7  # the gpu target's (configs/rl_config.yaml)
@@ -45,15 +46,15 @@ MAX_PIXELS = 64_000  # the bfloat16 server of tests/policy/test_parity_temperatu
 GOAL = "Reply to Bob that Friday works"
 HISTORY = ["left_click(coordinate=[300, 180])", "type(text='Friday works')"]
 VARIANTS = {"regex": ("regex", 48), "free_form": ("off", 256)}  # (structured_outputs, max_tokens)
-ALARM = 0.05  # behaviour_gap_alarm's default (shared/halo/schemas/knobs.py), nats per token
+ALARM = knob("behaviour_gap_alarm").default  # nats per token
 
 
-async def _sample(settings: PolicySettings, png: bytes, mode: str, max_tokens: int, seed: int) -> SampleResult:
+async def sample(settings: PolicySettings, png: bytes, mode: str, max_tokens: int, seed: int) -> SampleResult:
     async with PolicyClient.from_settings(settings, structured_outputs=mode, max_tokens=max_tokens) as client:
         return await client.sample_actions(png, GOAL, HISTORY, n=8, seed=seed, temperature=TEMPERATURE)
 
 
-def _gaps(model: Any, processor: Any, results: list[SampleResult], png: bytes, temperature: float, grammar: bool):
+def gaps(model: Any, processor: Any, results: list[SampleResult], png: bytes, temperature: float, grammar: bool):
     import torch
 
     from halo_model.grammar import grammar_masks
@@ -62,7 +63,7 @@ def _gaps(model: Any, processor: Any, results: list[SampleResult], png: bytes, t
 
     parts = []
     for result in results:
-        completions = [c.token_ids for c in _scorable(model, result)]
+        completions = [c.token_ids for c in scorable(model, result)]
         records = [SampleRecord(GOAL, HISTORY, [png], ids, result.prompt_token_ids) for ids in completions]
         batch = build_batch(processor, records)  # raises PromptMismatch unless the prompt is vLLM's
         allowed = None
@@ -70,35 +71,35 @@ def _gaps(model: Any, processor: Any, results: list[SampleResult], png: bytes, t
             vocab = model.config.text_config.vocab_size
             allowed = grammar_masks(processor.tokenizer, tool_call_regex(), completions, vocab)
         ours = completion_logprobs(model, batch, allowed=allowed, temperature=temperature)
-        for i, c in enumerate(_scorable(model, result)):
+        for i, c in enumerate(scorable(model, result)):
             theirs = torch.tensor(c.logprobs, dtype=torch.float64)
             parts.append((ours[i, : len(c.token_ids)].double() - theirs).abs())
     return torch.cat(parts)
 
 
-def _vision_ids(model: Any) -> set[int]:
+def vision_ids(model: Any) -> set[int]:
     cfg = model.config
     names = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
     return {getattr(cfg, n) for n in names if getattr(cfg, n, None) is not None}
 
 
-def _scorable(model: Any, result: SampleResult) -> list[Any]:
+def scorable(model: Any, result: SampleResult) -> list[Any]:
     """Candidates without the vision placeholder tokens: without a grammar the random-weight model
     samples them (the 8B does not), and the learner's forward pass then counts them as image slots
     with no image features and refuses the batch."""
-    vision = _vision_ids(model)
+    vision = vision_ids(model)
     return [c for c in result.candidates if not vision.intersection(c.token_ids)]
 
 
-def _figures(gaps: Any) -> dict[str, float]:
+def figures(values: Any) -> dict[str, float]:
     import torch
 
     return {
-        "mean": float(gaps.mean()),
-        "p99": float(torch.quantile(gaps, 0.99)),
-        "max": float(gaps.max()),
-        "tokens": int(gaps.numel()),
-        "share_below_1e-6": float((gaps < 1e-6).double().mean()),  # forced tokens, exact in any dtype
+        "mean": float(values.mean()),
+        "p99": float(torch.quantile(values, 0.99)),
+        "max": float(values.max()),
+        "tokens": int(values.numel()),
+        "share_below_1e-6": float((values < 1e-6).double().mean()),  # forced tokens, exact in any dtype
     }
 
 
@@ -118,7 +119,7 @@ async def _measure(requests: int, png: bytes) -> dict[str, Any]:
         server_start_s = time.monotonic() - started
         settings = PolicySettings(port=port, model=str(model_dir), max_lora_rank=8, dtype="bfloat16")
         samples = {
-            name: [await _sample(settings, png, mode, budget, seed=5 + k) for k in range(requests)]
+            name: [await sample(settings, png, mode, budget, seed=5 + k) for k in range(requests)]
             for name, (mode, budget) in VARIANTS.items()
         }
     finally:
@@ -129,7 +130,7 @@ async def _measure(requests: int, png: bytes) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, results in samples.items():
         grammar = VARIANTS[name][0] == "regex"
-        kept = [c for r in results for c in _scorable(learners["float32"], r)]
+        kept = [c for r in results for c in scorable(learners["float32"], r)]
         lengths = [len(c.token_ids) for c in kept]
         out[name] = {
             "structured_outputs": VARIANTS[name][0],
@@ -137,9 +138,9 @@ async def _measure(requests: int, png: bytes) -> dict[str, Any]:
             "completions": len(lengths),
             "dropped_with_vision_tokens": sum(len(r.candidates) for r in results) - len(kept),
             "mean_completion_tokens": sum(lengths) / len(lengths),
-            "bf16_learner_T0.7": _figures(_gaps(learners["bfloat16"], processor, results, png, TEMPERATURE, grammar)),
-            "bf16_learner_T1": _figures(_gaps(learners["bfloat16"], processor, results, png, 1.0, grammar)),
-            "f32_learner_T0.7": _figures(_gaps(learners["float32"], processor, results, png, TEMPERATURE, grammar)),
+            "bf16_learner_T0.7": figures(gaps(learners["bfloat16"], processor, results, png, TEMPERATURE, grammar)),
+            "bf16_learner_T1": figures(gaps(learners["bfloat16"], processor, results, png, 1.0, grammar)),
+            "f32_learner_T0.7": figures(gaps(learners["float32"], processor, results, png, TEMPERATURE, grammar)),
         }
     return {"server_start_s": round(server_start_s, 1), "model": model_dir.name, "variants": out}
 
