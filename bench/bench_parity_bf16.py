@@ -85,8 +85,8 @@ def vision_ids(model: Any) -> set[int]:
 
 def scorable(model: Any, result: SampleResult) -> list[Any]:
     """Candidates without the vision placeholder tokens: without a grammar the random-weight model
-    samples them (the 8B does not), and the learner's forward pass then counts them as image slots
-    with no image features and refuses the batch."""
+    samples them, and a forward pass then counts them as image slots with no image features and
+    refuses the batch (the trainer's learner leaves such rows out of an update)."""
     vision = vision_ids(model)
     return [c for c in result.candidates if not vision.intersection(c.token_ids)]
 

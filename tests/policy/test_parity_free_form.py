@@ -30,8 +30,8 @@ async def test_bfloat16_learner_scores_free_form_answers_within_rounding(
 
     model = load_model(tiny_model_dir, dtype="bfloat16")
     processor = load_processor(tiny_model_dir, max_pixels=MAX_PIXELS)
-    # The random-weight model samples vision placeholder tokens without a grammar (the learner refuses
-    # such a row); requests until 8 completions without them are in hand.
+    # The random-weight model samples vision placeholder tokens without a grammar (the learner leaves
+    # such a row out of an update); requests until 8 completions without them are in hand.
     results = []
     for seed in range(5, 9):
         results.append(await sample(bf16_server, screenshot_png, "off", MAX_TOKENS, seed=seed))
