@@ -20,8 +20,13 @@ What is counted, from the model's config and the run's settings (GiB = 2**30 byt
   (each row its own state). The packed attention mask ([prompts, L, L], L the packed length) is
   counted too;
 * **logits**: on the completion positions only (``completion_logprobs``): the float32
-  log-softmax kept for the backward (measured), the ``lm_head`` output the entropy metric reads,
-  and two float32 copies alive during the backward or the entropy (estimated);
+  log-softmax kept for the backward (measured), the ``lm_head`` output (the entropy metric reads
+  it; the gradient the backward gives it), and two float32 copies alive during the backward. The
+  entropy metric, computed between the forward and the backward, takes its float32 copies a chunk
+  of positions at a time (``learner_batch.chunked_entropy``), so it peaks below the backward: the
+  head's traced peak at the 8B's vocabulary is 13.0 bytes per vocabulary entry per completion token
+  against these 14 (``tests/trainer/test_entropy_peak.py``; 25.0 when the entropy held them at the
+  full vocabulary);
 * **vision**: the frozen tower keeps nothing for the backward, only its outputs (image
   embeddings and DeepStack features); a tower trained in full keeps its blocks' activations
   (measured per patch, like the decoder layers);
@@ -66,8 +71,8 @@ VISION_BLOCK_BYTES = {
 HEAD_SAVED_BYTES_PER_VOCAB = 4.001  # the float32 log-softmax, per completion token and vocabulary entry
 MEASURED_WIDTHS = {"hidden_size": 4096, "intermediate_size": 12288, "vision_hidden_size": 1152}
 
-# Estimates, not measured: a float32 copy of the logits is alive twice over during the backward
-# (the gradient of the log-softmax's output and of its input) and during the entropy metric.
+# A float32 copy of the logits is alive twice over during the backward (the gradient of the
+# log-softmax's output and of its input); the head's whole term is checked against a traced peak.
 HEAD_TRANSIENT_FLOAT32_COPIES = 2
 CUDA_CONTEXT_GIB = 0.75  # the trainer's own CUDA context, cuBLAS/cuDNN workspaces
 MARGIN_FRACTION = 0.05  # of the learner's peak: the caching allocator's fragmentation
