@@ -98,6 +98,41 @@ def join(
     raise typer.Exit(subprocess.run(argv, env={**os.environ, **auth_env(token)}).returncode)
 
 
+@app.command()
+def replica(
+    replica_id: str = typer.Option(..., "--id", help="This replica's name, unique in the cluster (gpu0, node2-tp0)"),
+    url: str = typer.Option(..., help="The vLLM server's base URL as the workers reach it"),
+    max_loras: int = typer.Option(..., min=1, help="The server's --max-loras"),
+) -> None:
+    """Keep one vLLM replica registered while it serves every live adapter version (its sidecar)."""
+    import asyncio
+
+    from halo.adapter_fanout import AdapterFanout
+    from halo.policy_replicas import ReplicaPool, ReplicaRegistry
+    from halo.schemas.cluster import ReplicaRecord
+    from halo_cluster.replica_sidecar import run_sidecar
+
+    setup_logging("halo_cluster")
+    settings = ClusterSettings()
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+
+    async def main() -> None:
+        import redis.asyncio as aioredis
+
+        client = aioredis.from_url(settings.redis_url)
+        registry = ReplicaRegistry(client, settings.key_prefix, ttl_s=settings.replica_ttl_s)
+        pool = ReplicaPool(registry)
+        record = ReplicaRecord(replica_id=replica_id, url=url, max_loras=max_loras)
+        try:
+            await run_sidecar(AdapterFanout(pool), record, settings.replica_heartbeat_s, lambda: bool(stopping))
+        finally:
+            await pool.aclose()
+            await client.aclose()
+
+    asyncio.run(main())
+
+
 @app.command(hidden=True)
 def supervise() -> None:
     """The head's supervision loop (started by `up`); stops its rollout nodes on SIGTERM."""

@@ -1,4 +1,4 @@
-"""`halo cluster up|status|down|scale|join`: the cluster layer's own entry point
+"""`halo cluster up|status|down|scale|join|replica`: the cluster layer's own entry point
 (``python -m halo_cluster``, docs/cluster.md), run as a child that stops with the command."""
 
 from __future__ import annotations
@@ -37,3 +37,8 @@ def scale(ctx: typer.Context) -> None:
 def join(ctx: typer.Context) -> None:
     """Join this machine as a rollout node: `halo cluster join --address <head>:<port>`."""
     _run("join", ctx)
+
+
+def replica(ctx: typer.Context) -> None:
+    """Keep a vLLM replica registered while it serves every live adapter: `halo cluster replica --id gpu0 --url ... --max-loras 4`."""
+    _run("replica", ctx)

@@ -63,7 +63,7 @@ app.command("memory-plan", context_settings=PASSTHROUGH)(trainer_tool_commands.m
 app.command()(trainer_tool_commands.smoke)
 
 # -- the cluster layer (python -m halo_cluster) ------------------------------------------------------
-for _name in ("up", "status", "down", "scale", "join"):
+for _name in ("up", "status", "down", "scale", "join", "replica"):
     cluster_app.command(_name, context_settings=PASSTHROUGH)(getattr(cluster_commands, _name))
 
 
