@@ -77,7 +77,10 @@ def scale(nodes: int = typer.Argument(..., min=0, help="Rollout nodes wanted")) 
     settings = ClusterSettings()
     from halo_cluster.supervisor import wanted_key
 
-    redis.Redis.from_url(settings.redis_url).set(wanted_key(settings), nodes)
+    try:
+        redis.Redis.from_url(settings.redis_url, socket_connect_timeout=2).set(wanted_key(settings), nodes)
+    except redis.RedisError as exc:
+        fail(f"Redis is not reachable at {settings.redis_url}: {exc}")
     console.print(f"{nodes} rollout node(s) wanted; `halo cluster status` shows them placed")
 
 

@@ -96,8 +96,10 @@ class Supervisor:
         while not stop():
             try:
                 self.tick()
-            except (RayError, redis.RedisError) as exc:  # one bad tick is reported, the loop goes on
-                logger.warning("supervisor tick failed: %s", exc)
+            except Exception:
+                # Supervision must outlive a GCS or Redis that is briefly away (a restart, a
+                # partition): one bad tick is logged and the next one tries again.
+                logger.exception("supervisor tick failed")
             time.sleep(self.settings.supervise_every_s)
 
     def shutdown(self) -> None:
