@@ -18,7 +18,15 @@ from playwright.async_api import Page, Route
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from halo.schemas import Snapshot
-from halo_env.page_js import CAPTURE, QUIET_POINTER_OFF, QUIET_POINTER_ON, RESTORE_PAGE, REWIND, SEED_STORAGE
+from halo_env.page_js import (
+    CAPTURE,
+    QUIET_POINTER_OFF,
+    QUIET_POINTER_ON,
+    RESTORE_PAGE,
+    RESTORE_SELECTION,
+    REWIND,
+    SEED_STORAGE,
+)
 from halo_env.pool import Lease
 
 _BLANK = "<!doctype html><html><head><title></title></head><body></body></html>"
@@ -99,18 +107,24 @@ async def restore(lease: Lease, state: dict[str, Any]) -> None:
 
 
 async def _restore_dom(page: Page, dom: dict[str, Any], pointer: list | None, off_page: bool) -> None:
-    await page.evaluate(RESTORE_PAGE, dom)
+    press = await page.evaluate(RESTORE_PAGE, dom)  # where to press to focus as the live page did, if a press
     x, y = (pointer or [None, None])[:2]
     if x is None or y is None:
-        if not off_page:
-            return
-        x, y = -1, -1  # where a fresh page's cursor is: nowhere over it
-    # Hover styles need the cursor in place; the page must not see it arrive (see QUIET_POINTER_ON).
-    await page.evaluate(QUIET_POINTER_ON)
-    try:
-        await page.mouse.move(x, y)
-    finally:
-        await page.evaluate(QUIET_POINTER_OFF)
+        x, y = (-1, -1) if off_page or press else (None, None)  # -1: a fresh page's cursor, over nothing
+    if x is not None and y is not None:
+        # Hover styles need the cursor in place, a mouse focus a press; the page must see neither
+        # (see QUIET_POINTER_ON).
+        await page.evaluate(QUIET_POINTER_ON)
+        try:
+            if press:
+                await page.mouse.move(*press)
+                await page.mouse.down()
+                await page.mouse.up()
+            await page.mouse.move(x, y)
+        finally:
+            await page.evaluate(QUIET_POINTER_OFF)
+    if dom.get("selection"):
+        await page.evaluate(RESTORE_SELECTION, dom)
 
 
 class _Loose(BaseModel):
@@ -173,6 +187,7 @@ class _Focus(_Loose):
     path: str = Field(max_length=4000)
     start: int | None = None
     end: int | None = None
+    visible: bool | None = None  # the focus ring drawn (keyboard focus) or not (a mouse press); None: unknown
 
 
 class _Scroll(_Loose):

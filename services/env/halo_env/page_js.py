@@ -56,10 +56,13 @@ _CAPTURE_FN = r"""
     if (el.scrollTop || el.scrollLeft) scrolled.push({path: cssPath(el), top: el.scrollTop, left: el.scrollLeft});
   }
   const active = document.activeElement;
+  // `visible`: whether Chromium draws the focus ring (a keyboard focus does, a mouse press on a button
+  // does not); a restore must focus the same way (RESTORE_PAGE).
   const focus = active && active !== document.body && active !== document.documentElement ? {
     path: cssPath(active),
     start: typeof active.selectionStart === 'number' ? active.selectionStart : null,
     end: typeof active.selectionEnd === 'number' ? active.selectionEnd : null,
+    visible: active.matches(':focus-visible'),
   } : null;
   // A text selection (e.g. left by a drag) is visible in the screenshot: keep it, node by node.
   const point = (node, offset) => {
@@ -240,6 +243,24 @@ RESTORE_PAGE = (
     + _HELPERS
     + r"""
   const find = (path) => { try { return document.querySelector(path); } catch (e) { return null; } };
+  // A control the live page focused by a mouse press (no ring) is focused by a press here too, not
+  // by focus({focusVisible: false}): Chromium remembers how focus last moved, and after a press a
+  // key makes the ring appear and a script's focus elsewhere draws none, after a script's focus
+  // not. Only controls a press does nothing else to (no caret, no picker), and only at a point
+  // where the press lands on the control itself; the env presses with the page deaf to it.
+  const pressPoint = (el) => {
+    if (!el || !(el instanceof HTMLElement) || el.isContentEditable) return null;
+    const tag = el.tagName, type = (el.getAttribute('type') || '').toLowerCase();
+    if (tag === 'SELECT' || tag === 'TEXTAREA' || tag === 'IFRAME') return null;
+    if (tag === 'INPUT' && !['button', 'submit', 'reset', 'checkbox', 'radio', 'image'].includes(type)) return null;
+    const r = el.getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (!(r.width > 0 && r.height > 0 && x >= 0 && y >= 0 && x < innerWidth && y < innerHeight)) return null;
+    const hit = document.elementFromPoint(x, y);
+    if (!hit || !el.contains(hit)) return null;
+    for (let e = hit; e !== el; e = e.parentElement) if (e.tabIndex >= 0 || e.tagName === 'LABEL') return null;
+    return [x, y];
+  };
   // React and friends track values through the native setter; assigning .value alone is invisible to them.
   const setValue = (el, value) => {
     const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype :
@@ -261,15 +282,27 @@ RESTORE_PAGE = (
     if (el) { el.scrollTop = sc.top; el.scrollLeft = sc.left; }
   }
   window.scrollTo(s.scroll?.x || 0, s.scroll?.y || 0);
+  let press = null;
   if (s.focus) {
     const el = find(s.focus.path);
-    if (el && el.focus) {
-      el.focus({preventScroll: true});
+    press = s.focus.visible === false ? pressPoint(el) : null;
+    if (!press && el && el.focus) {
+      // Without `visible` (an older snapshot) the focus is as it was: a script's.
+      const how = typeof s.focus.visible === 'boolean' ? {preventScroll: true, focusVisible: s.focus.visible} : {preventScroll: true};
+      el.focus(how);
       if (s.focus.start !== null && el.setSelectionRange) { try { el.setSelectionRange(s.focus.start, s.focus.end); } catch (e) {} }
     }
   } else if (document.activeElement && document.activeElement.blur) {
     document.activeElement.blur();
   }
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return press;
+}"""
+)
+
+# A text selection, put back after the focus (a press to focus a control could clear it).
+RESTORE_SELECTION = r"""async (s) => {
+  const find = (path) => { try { return document.querySelector(path); } catch (e) { return null; } };
   const node = (p) => {
     if (!p) return null;
     const el = find(p.path);
@@ -291,14 +324,19 @@ RESTORE_PAGE = (
   }
   await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
-)
 
-# Mouse events the page would see when a restored session's cursor is put back: swallowed, so the
-# cursor takes its hover state without replaying mouseenter/mousemove handlers the parent already ran.
-_POINTER_EVENTS = "['mousemove','mouseover','mouseenter','mouseout','mouseleave','pointermove','pointerover','pointerenter','pointerout','pointerleave']"
+# Mouse events the page would see when a restored session's cursor is put back, or a control is
+# focused by a press (RESTORE_PAGE): swallowed, so the cursor takes its hover state and the control
+# its focus without replaying handlers the parent already ran; the press's click does nothing (no
+# checkbox toggled, no link followed, no form sent). Focus events are not swallowed: a focus by a
+# script fires them too.
+_POINTER_EVENTS = (
+    "['mousemove','mouseover','mouseenter','mouseout','mouseleave','pointermove','pointerover','pointerenter',"
+    "'pointerout','pointerleave','pointerdown','pointerup','mousedown','mouseup','click','auxclick','dblclick']"
+)
 QUIET_POINTER_ON = (
-    "() => { const stop = (e) => e.stopImmediatePropagation(); window.__haloQuiet = stop; "
-    f"for (const t of {_POINTER_EVENTS}) window.addEventListener(t, stop, true); }}"
+    "() => { const stop = (e) => { e.stopImmediatePropagation(); if (e.type === 'click') e.preventDefault(); }; "
+    f"window.__haloQuiet = stop; for (const t of {_POINTER_EVENTS}) window.addEventListener(t, stop, true); }}"
 )
 QUIET_POINTER_OFF = (
     "async () => { await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))); "
