@@ -131,9 +131,11 @@ class Supervisor:
 
     def _remove(self, name: str) -> None:
         tracked = self.tracked.pop(name)
-        # Not running (never placed, or dead): it has nothing of its own to stop.
-        with contextlib.suppress(RayError, GetTimeoutError):
-            ray.get(tracked.handle.stop.remote(), timeout=15)
+        # Only a started actor has processes to stop gracefully; asking one that was never placed
+        # would wait out the timeout for nothing.
+        if tracked.ready_ref is None:
+            with contextlib.suppress(RayError, GetTimeoutError):
+                ray.get(tracked.handle.stop.remote(), timeout=15)
         ray.kill(tracked.handle, no_restart=True)
 
     def _set(self, tracked: _Tracked, state: str, reason: str = "", **fields) -> None:
