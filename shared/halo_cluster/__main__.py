@@ -157,7 +157,10 @@ def supervise() -> None:
     )
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
-    supervisor = Supervisor(settings, plan, redis.Redis.from_url(settings.redis_url))
+    # The nodes' logs under the head's data folder (shared by the nodes, like everything a run
+    # writes), not a temporary folder that every cluster on a machine writes into.
+    log_root = str(head.cluster_dir(settings) / "nodes")
+    supervisor = Supervisor(settings, plan, redis.Redis.from_url(settings.redis_url), log_root=log_root)
     try:
         supervisor.run(stop=lambda: bool(stopping))
     finally:
