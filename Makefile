@@ -42,7 +42,7 @@ UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model images gpu-base gpu-images-test plan bench-gpu train eval test test-fast test-release test-replay bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model images gpu-base gpu-images-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -155,7 +155,10 @@ test-replay: setup  ## every task's reference and wrong solution replayed in Chr
 		tests/reward/test_reference_solutions.py
 
 test-release: setup  ## the release tier: vLLM down for a minute mid-run, workers killed over and over (about 6 min)
-	$(PYTEST) -q -m release
+	$(PYTEST) -q -m "release and not namespaces"
+
+test-cluster: setup  ## the cluster's release tier as root: 3 network namespaces as nodes, a run with a node killed and one cut off (docs/cluster.md)
+	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py
 
 test-fast: setup  ## the fast tier only (no Chromium, vLLM or training)
 	$(PYTEST) -q -m "not slow"
