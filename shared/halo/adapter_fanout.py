@@ -125,6 +125,12 @@ class AdapterFanout:
             except CallError as exc:  # a dead replica loses its adapters anyway
                 logger.warning("unloading %s on %s failed: %s", name, replica.replica_id, exc)
 
+    async def forget(self, *names: str) -> None:
+        """Out of the live set without unloading: a replica that joins later does not load them
+        (a full-weights sync: those adapters were trained on weights a restarted replica lacks)."""
+        if names:
+            await self.registry.redis.hdel(self._versions_key, *names)
+
     async def join(self, record: ReplicaRecord) -> list[str]:
         """Register a replica that starts late or restarted, after loading every live version it lacks
         (returns their names). Its heartbeat afterwards is ``registry.register(record)``."""

@@ -22,8 +22,11 @@ are ``halo.policy_publishing``, a part of ``PolicyClient``; the candidates and r
 ``halo.policy_results``.
 
 Errors and retries are ``halo.transport``'s; ``EngineDead`` says the server answers but its engine
-process died (restart it), ``SampleAborted`` that a weight sync dropped the request (both
-``halo.policy_errors``).
+process died (restart it), ``SampleAborted`` that a weight sync dropped the request, ``WrongAdapter``
+that another version than the one asked answered (all ``halo.policy_errors``).
+
+Several servers behind one policy (``halo.policy_replicated``) are a subclass: it changes where a
+request goes (``_answer``) and how versions reach the servers, not what a sample is.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 import httpx
 
 from halo.actions import tool_call_json_schema
-from halo.policy_errors import SERVICE, EngineDead, SampleAborted
+from halo.policy_errors import SERVICE, EngineDead, SampleAborted, WrongAdapter
 from halo.policy_publishing import PolicyPublishing
 from halo.policy_results import Candidate, SampleResult, candidate_from_choice
 from halo.prompts import DEFAULT_HISTORY_LIMIT, openai_messages, prompt_settings, tool_call_regex
@@ -55,6 +58,7 @@ __all__ = [
     "PolicyClient",
     "SampleAborted",
     "SampleResult",
+    "WrongAdapter",
 ]
 
 # vLLM's values that leave the model's distribution as it is (vllm.SamplingParams' defaults; top_k 0
@@ -241,6 +245,8 @@ class PolicyClient(PolicyPublishing):
         max_tokens: int | None = None,
         extra_body: dict[str, Any] | None = None,
         sampling: SamplingParams | None = None,
+        job_id: str | None = None,
+        run_id: str | None = None,
     ) -> SampleResult:
         """``n`` candidate actions for one state, in one request.
 
@@ -249,6 +255,9 @@ class PolicyClient(PolicyPublishing):
         ``extra_body`` adds vLLM fields (``min_tokens``, ``ignore_eos``, ``stop``...), never one that
         reshapes the distribution (``request_body``).
         ``sampling``: the run's prompt and grammar settings, in place of the client's defaults.
+        ``job_id`` keeps a job's requests on one replica (its forks share the prompt's cache) and
+        ``run_id`` says whose counters a replica's failure goes to; one server ignores both.
+        An answer from another version than ``model`` raises ``WrongAdapter``.
         """
         if n < 1:
             raise ValueError("n must be >= 1")
@@ -267,19 +276,22 @@ class PolicyClient(PolicyPublishing):
             sampling=sampling,
         )
         started = time.perf_counter()
-        response = await self._chat(body)
+        data, replica = await self._answer(body, job_id=job_id, run_id=run_id)
         latency = time.perf_counter() - started
-        data = response.json()
+        answered = str(data.get("model", name))
+        if answered != name:
+            raise WrongAdapter(SERVICE, f"asked {name!r} but {answered!r} answered{_at(replica)}")
         choices = sorted(data.get("choices", []), key=lambda c: c.get("index", 0))
         if any(c.get("finish_reason") == "abort" for c in choices):
             raise SampleAborted(SERVICE, f"request for {name!r} aborted by a weight sync; sample again")
         if len(choices) != n or data.get("prompt_token_ids") is None:
             raise ServiceFailed(SERVICE, f"expected {n} choices with prompt_token_ids, got {len(choices)}")
         return SampleResult(
-            model=data.get("model", name),
+            model=answered,
             prompt_token_ids=list(data["prompt_token_ids"]),
             candidates=[candidate_from_choice(i, c) for i, c in enumerate(choices)],
             latency_s=latency,
+            replica=replica,
         )
 
     async def sample_single(
@@ -319,11 +331,24 @@ class PolicyClient(PolicyPublishing):
         }
         if regex is not None:
             body["structured_outputs"] = {"regex": regex}
+        data, _ = await self._answer(body)
+        try:
+            return data["choices"][0]["message"].get("content") or ""
+        except (LookupError, TypeError, AttributeError) as exc:
+            raise ServiceFailed(SERVICE, f"an answer without choices[0].message: {str(data)[:300]}") from exc
+
+    async def _answer(
+        self, body: dict[str, Any], *, job_id: str | None = None, run_id: str | None = None
+    ) -> tuple[dict[str, Any], str | None]:
+        """The chat answer's JSON and the replica that gave it (None: the one server)."""
         response = await self._chat(body)
         try:
-            return response.json()["choices"][0]["message"].get("content") or ""
-        except (ValueError, LookupError, TypeError, AttributeError) as exc:
-            raise ServiceFailed(SERVICE, f"an answer without choices[0].message: {response.text[:300]}") from exc
+            data = response.json()
+        except ValueError as exc:
+            raise ServiceFailed(SERVICE, f"an answer that is not JSON: {response.text[:300]}") from exc
+        if not isinstance(data, dict):
+            raise ServiceFailed(SERVICE, f"an answer that is not a JSON object: {response.text[:300]}")
+        return data, None
 
     async def _chat(self, body: dict[str, Any]) -> httpx.Response:
         try:
@@ -335,3 +360,7 @@ class PolicyClient(PolicyPublishing):
             except CallError as dead:
                 raise EngineDead(SERVICE, f"{exc}; then {dead}", exc.status) from exc
             raise
+
+
+def _at(replica: str | None) -> str:
+    return "" if replica is None else f" (replica {replica})"

@@ -35,12 +35,26 @@ class PolicyPublishing:
     base_model: str
     _http: Transport
     _current: str
+    replicated = False  # one server (``halo.policy_replicated``: several replicas behind one policy)
 
     if TYPE_CHECKING:
 
         async def models(self) -> list[dict[str, Any]]: ...
 
     # -- adapters ---------------------------------------------------------------------------------
+    async def served_names(self) -> set[str]:
+        """Every name the server lists (several replicas: any of them), what unloading must reach."""
+        return {str(m["id"]) for m in await self.models()}
+
+    async def replica_count(self) -> int:
+        """How many servers a version must reach: one here (``halo.policy_replicated``: the live ones)."""
+        return 1
+
+    async def infra_counters(self, run_id: str) -> dict[str, int]:
+        """The run's infrastructure failures the servers caused (failovers, wrong adapters); one
+        server keeps none: its failures are the run's infrastructure-failed jobs."""
+        return {}
+
     async def load_adapter(self, name: str, path: str) -> float:
         """Load a PEFT adapter under a new name; returns the seconds the load took.
 
@@ -76,9 +90,7 @@ class PolicyPublishing:
         names go: a promoted mode's adapter (``<mode>-<digest>``) and other runs' stay."""
         prefix = f"{run_id}-v"
         names = sorted(
-            name
-            for name in (str(m["id"]) for m in await self.models())
-            if name.startswith(prefix) and name[len(prefix) :].isdigit()
+            name for name in await self.served_names() if name.startswith(prefix) and name[len(prefix) :].isdigit()
         )
         for name in names:
             await self.unload_adapter(name)

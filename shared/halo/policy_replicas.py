@@ -28,19 +28,17 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from halo.policy_errors import WrongAdapter
 from halo.schemas.cluster import ReplicaRecord
-from halo.transport import CallError, NotFound, ServiceFailed, ServiceUnavailable, Transport
+from halo.transport import CallError, NotFound, ServiceUnavailable, Transport
 
 logger = logging.getLogger("halo.policy_replicas")
 SERVICE = "policy replica"
+RUN_COUNTERS_TTL_S = 30 * 24 * 3600  # a run's counters outlive any run; a forgotten run's go
 
 
 class NoReplica(ServiceUnavailable):
     """No live policy replica: none registered, or every one failed over."""
-
-
-class WrongAdapter(ServiceFailed):
-    """A replica answered from another version than the one asked for: an infrastructure failure."""
 
 
 @dataclass(frozen=True)
@@ -132,12 +130,24 @@ class ReplicaRegistry:
         finally:
             await self.redis.hincrby(f"{self.prefix}load", chosen, -1)
 
-    async def count(self, what: str) -> int:
-        """Add one to an infrastructure-failure counter (``wrong_adapter``, ``failover``...)."""
-        return int(await self.redis.hincrby(f"{self.prefix}infra", what, 1))
+    async def count(self, what: str, run_id: str | None = None) -> int:
+        """Add one to an infrastructure-failure counter (``wrong_adapter``, ``failover``...), and to
+        the run's own when the request was a run's: the run shows its counters, not the cluster's."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(f"{self.prefix}infra", what, 1)
+            if run_id is not None:
+                pipe.hincrby(self._run_infra(run_id), what, 1)
+                pipe.expire(self._run_infra(run_id), RUN_COUNTERS_TTL_S)
+            total, *_ = await pipe.execute()
+        return int(total)
 
-    async def counters(self) -> dict[str, int]:
-        return {_s(k): int(v) for k, v in (await self.redis.hgetall(f"{self.prefix}infra")).items()}
+    async def counters(self, run_id: str | None = None) -> dict[str, int]:
+        """The cluster's infrastructure-failure counters, or one run's."""
+        key = f"{self.prefix}infra" if run_id is None else self._run_infra(run_id)
+        return {_s(k): int(v) for k, v in (await self.redis.hgetall(key)).items()}
+
+    def _run_infra(self, run_id: str) -> str:
+        return f"{self.prefix}infra:run:{run_id}"
 
 
 class ReplicaPool:
@@ -164,8 +174,9 @@ class ReplicaPool:
             await transport.aclose()
         self._transports.clear()
 
-    async def chat(self, job_id: str, body: dict[str, Any]) -> Sample:
-        """POST ``/v1/chat/completions`` for ``job_id`` with ``body["model"]`` the version asked."""
+    async def chat(self, job_id: str, body: dict[str, Any], run_id: str | None = None) -> Sample:
+        """POST ``/v1/chat/completions`` for ``job_id`` with ``body["model"]`` the version asked;
+        failures are counted for ``run_id`` too."""
         asked = str(body["model"])
         tried: set[str] = set()
         while True:
@@ -184,14 +195,16 @@ class ReplicaPool:
             # Dead, or restarted without the live versions yet: out until its next heartbeat.
             tried.add(replica.replica_id)
             await self.registry.deregister(replica.replica_id)
-            await self.registry.count("failover_not_found" if isinstance(failure, NotFound) else "failover_down")
+            await self.registry.count(
+                "failover_not_found" if isinstance(failure, NotFound) else "failover_down", run_id
+            )
             logger.warning("replica %s failed for job %s (%s); failing over", replica.replica_id, job_id, failure)
             if len(tried) > self.max_failovers:
                 raise NoReplica(SERVICE, f"{len(tried)} replicas failed for job {job_id}: {failure}") from failure
         answer = response.json()
         answered = str(answer.get("model", ""))
         if answered != asked:
-            await self.registry.count("wrong_adapter")
+            await self.registry.count("wrong_adapter", run_id)
             raise WrongAdapter(SERVICE, f"replica {replica.replica_id} answered from {answered!r}, asked {asked!r}")
         return Sample(answer, replica.replica_id, answered, time.perf_counter() - started)
 

@@ -61,6 +61,7 @@ class SampleResult(BaseModel):
     prompt_token_ids: list[int]
     candidates: list[Candidate]
     latency_s: float
+    replica: str | None = None  # the policy replica that answered (None: the one server at policy_url)
 
 
 def candidate_from_choice(index: int, choice: dict[str, Any]) -> Candidate:

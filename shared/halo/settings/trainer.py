@@ -72,6 +72,17 @@ class TrainerSettings(HaloSettings):
     policy_model_name: str = Field(
         "halo-base", description="Name vLLM serves the base model under (policy version 0 samples from it)"
     )
+    policy_replicas: str | None = Field(
+        None,
+        description="Redis key prefix of a policy replica registry (the cluster's HALO_CLUSTER_KEY_PREFIX, "
+        "`halo:cluster:`): rollouts sample from the live replicas registered there (least loaded, then the same one "
+        "per job, failover) and each version is loaded on every one; None = the one server at policy_url",
+    )
+    policy_sticky_ttl_s: Annotated[int, Field(ge=1)] = Field(
+        3_600,
+        description="With policy_replicas: how long a job stays on the replica it started on (its forks share "
+        "that replica's prompt cache), s",
+    )
     target: Literal["cpu", "gpu"] = Field(
         "cpu",
         description="cpu: the learner loads the tiny Qwen3-VL and runs use the `tiny` profile; "

@@ -5,6 +5,10 @@ that needs one the server lacks is refused at ``POST /runs`` (422, naming the ru
 server's), before its folder or status exist, instead of failing a second after it started. Without
 a record (a vLLM started otherwise, a policy service on another Redis) nothing is refused here:
 the run-start checks (``tower_check``, ``FullWeights.check_server``) decide as before.
+
+With policy replicas (``HALO_TRAINER_POLICY_REPLICAS``) the registry says how many servers a
+version must reach: a full-weights run is refused (409) while more than one replica is live, and so
+is a staleness window that needs more adapters at once than a replica's ``max_loras``.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 
+from halo.policy_replicas import ReplicaRegistry
 from halo.schemas.policy_server import PolicyCapabilities, capabilities_key, url_port
 from halo.settings.trainer import TrainerSettings
 from halo_model.lora import reaches_vision
-from halo_trainer.config import RunConfig
+from halo_trainer.config import RunConfig, resident_adapters
 
 
 async def served_capabilities(redis: aioredis.Redis, settings: TrainerSettings) -> PolicyCapabilities | None:
@@ -82,3 +87,31 @@ def learner_refusals(cfg: RunConfig, settings: TrainerSettings) -> list[tuple[in
             )
         ]
     return []
+
+
+async def replica_refusals(cfg: RunConfig, redis: aioredis.Redis, settings: TrainerSettings) -> list[tuple[int, str]]:
+    """(status, message) for each setting of ``cfg`` the live policy replicas cannot honour."""
+    if settings.policy_replicas is None:
+        return []
+    live = await ReplicaRegistry(redis, settings.policy_replicas).live()
+    out: list[tuple[int, str]] = []
+    if cfg.full_weights and len(live) > 1:
+        out.append(
+            (
+                409,
+                f"full_weights {list(cfg.full_weights)} cannot be served by {len(live)} live policy replicas "
+                f"({', '.join(r.replica_id for r in live)}; HALO_TRAINER_POLICY_REPLICAS={settings.policy_replicas}): "
+                "weights are reloaded in one server; train LoRA alone, or sample from one server (one replica, or "
+                "unset HALO_TRAINER_POLICY_REPLICAS)",
+            )
+        )
+    if live and resident_adapters(cfg.max_staleness) > (tightest := min(live, key=lambda r: r.max_loras)).max_loras:
+        out.append(
+            (
+                409,
+                f"max_staleness {cfg.max_staleness} keeps {resident_adapters(cfg.max_staleness)} adapters on every "
+                f"policy replica, but replica {tightest.replica_id} holds at most {tightest.max_loras} (max_loras): "
+                f"lower max_staleness or restart that replica with --max-loras {resident_adapters(cfg.max_staleness)}",
+            )
+        )
+    return out

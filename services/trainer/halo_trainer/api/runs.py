@@ -32,7 +32,7 @@ from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
 from halo_model.resolution import resolve_model
 from halo_trainer import keys
-from halo_trainer.api.capabilities import learner_refusals, refusals, served_capabilities
+from halo_trainer.api.capabilities import learner_refusals, refusals, replica_refusals, served_capabilities
 from halo_trainer.api.registry import RunRegistry
 from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
 from halo_trainer.checks.prompt_check import PromptCheckFailed
@@ -149,6 +149,7 @@ class RunManager:
         caps = await served_capabilities(self.redis, self.settings)
         problems = learner_refusals(cfg, self.settings)
         problems += refusals(cfg, caps, self.policy.base_url) if caps is not None else []
+        problems += await replica_refusals(cfg, self.redis, self.settings)
         if problems:
             raise RunRefused(max(s for s, _ in problems), "; ".join(m for _, m in problems))
         run_dir.mkdir(parents=True, exist_ok=True)

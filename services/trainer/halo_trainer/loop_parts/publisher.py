@@ -10,6 +10,12 @@ adapter of the run is (``release``). How a version reaches vLLM is one of two st
   version's base weights with its adapter, in one step under a pause of vLLM, so one adapter name
   names one set of weights, also after a vLLM restart; at the run's end vLLM gets the original
   weights back.
+
+With several policy replicas (``HALO_TRAINER_POLICY_REPLICAS``, ``halo.policy_replicated``) the
+same steps reach every live replica: a version is current only once every one lists it, a retired
+one is unloaded from every one, and a full-weights run is refused while more than one is live.
+Each publish then also records the replicas' counters for the run (``policy/replicas_live``,
+``policy/wrong_adapter``, ``policy/failover_*``) in the update's metrics.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from halo_trainer.loop_parts.state import Counters
 from halo_trainer.streams import set_current_policy
 
 logger = logging.getLogger("halo.trainer.loop")
+
+# What halo.policy_replicas counts per run: answers from another version than asked, and requests
+# moved off a replica that did not answer or did not hold the version.
+REPLICA_COUNTERS = ("wrong_adapter", "failover_down", "failover_not_found")
 
 
 class WeightReloadUnavailable(RuntimeError):
@@ -75,9 +85,16 @@ class FullWeights(AdapterWeights):
         return self.run_dir / "weights" / f"v{version}"
 
     async def check_server(self) -> None:
-        """Refuse a full-weights run on a vLLM that cannot reload weights, before any sample is taken."""
+        """Refuse a full-weights run on a vLLM that cannot reload weights, or on several replicas
+        (weights are reloaded in one server), before any sample is taken."""
         if self._checked:
             return
+        if (replicas := await self.policy.replica_count()) > 1:
+            raise WeightReloadUnavailable(
+                f"this run trains full weights but {replicas} policy replicas are live ({self.policy.base_url}), "
+                "and weights are reloaded in one server: train LoRA alone, or sample from one server (one replica, "
+                "or unset HALO_TRAINER_POLICY_REPLICAS)"
+            )
         if not await self.policy.weight_reload_available():
             raise WeightReloadUnavailable(
                 f"this run trains full weights ({', '.join(self.learner.weights.full_weight_names()[:3])}, "
@@ -161,6 +178,8 @@ class PolicyPublisher:
                 await self.ensure_served(version)
                 await set_current_policy(self.redis, self.record(version))
                 await self._retire(version)
+                if self.policy.replicated:
+                    self.sync_metrics |= await self.replica_metrics()
                 return
             except (ServiceUnavailable, EngineDead) as exc:
                 if time.monotonic() > deadline:
@@ -200,11 +219,18 @@ class PolicyPublisher:
         oldest_needed = current - self.max_staleness
         if oldest_needed <= 1:
             return  # no adapter is old enough yet
-        served = {m["id"] for m in await self.policy.models()}
+        served = await self.policy.served_names()  # several replicas: held by any of them
         for v in range(max(1, oldest_needed - 5), oldest_needed):
             name = f"{self.run_id}-v{v}"
             if name in served:
                 await self.policy.unload_adapter(name)
+
+    async def replica_metrics(self) -> dict[str, float]:
+        """The live replicas and this run's infrastructure failures on them: always every counter,
+        so a chart of them is continuous from the run's first publish."""
+        counters = await self.policy.infra_counters(self.run_id)
+        metrics = {f"policy/{what}": float(counters.get(what, 0)) for what in REPLICA_COUNTERS}
+        return metrics | {"policy/replicas_live": float(await self.policy.replica_count())}
 
     async def release(self) -> None:
         """A run's end: vLLM serves what it served before the run (a full-weights run's base

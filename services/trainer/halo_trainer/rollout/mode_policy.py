@@ -39,7 +39,10 @@ class OpenAIPolicy:
         seed: int,
         model: str,
         sampling: SamplingParams,
+        job_id: str | None = None,
+        run_id: str | None = None,
     ) -> SampleResult:
+        # job_id and run_id place a request on a policy replica: one API has nothing to place.
         started = time.perf_counter()
         candidates = []
         for i in range(n):

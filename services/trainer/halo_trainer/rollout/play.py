@@ -230,6 +230,8 @@ async def sample_candidates(
                 seed=seed,
                 model=version.adapter_name,
                 sampling=job.sampling,
+                job_id=job.job_id,
+                run_id=job.run_id,
             )
             break
         except (SampleAborted, NotFound):

@@ -6,17 +6,27 @@ import redis.asyncio as aioredis
 
 from halo.clients import EnvClient, RewardClient
 from halo.policy_client import PolicyClient
+from halo.policy_replicated import ReplicatedPolicyClient
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.rollout.play import Services
 from halo_trainer.streams import current_policy_reader
 
 
 def policy_client(settings: TrainerSettings) -> PolicyClient:
-    """The trainer's client of vLLM, from the trainer's own settings only.
+    """The trainer's client of vLLM, from the trainer's own settings only: the one server at
+    ``policy_url``, or with ``policy_replicas`` the replicas registered under that prefix.
 
     It holds no sampling defaults the trainer relies on: every request passes its job's
     ``SamplingParams`` (the run's config), so workers serving several runs ask each run's way.
     """
+    if settings.policy_replicas is not None:
+        return ReplicatedPolicyClient(
+            settings.redis_url,
+            settings.policy_replicas,
+            settings.policy_model_name,
+            sticky_ttl_s=settings.policy_sticky_ttl_s,
+            timeout_s=settings.request_timeout_s,
+        )
     return PolicyClient(settings.policy_url, settings.policy_model_name, timeout_s=settings.request_timeout_s)
 
 
