@@ -149,11 +149,16 @@ def supervise() -> None:
     settings = ClusterSettings()
     use_token_here(os.environ["RAY_AUTH_TOKEN"])
     ray.init(address=head.ray_address(settings), namespace=NAMESPACE, logging_level="WARNING")
+    from halo.settings.store import StoreSettings
+    from halo.store import PROBE, store_env
+
     plan = services_plan(
         workers=settings.workers_per_node,
         redis_url=settings.redis_url,
         policy_url=settings.policy_url,
         data_dir=str(settings.data_dir),
+        store=store_env(StoreSettings(), os.environ["RAY_AUTH_TOKEN"]),
+        probe=(settings.data_dir / PROBE).read_text().strip(),
     )
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))

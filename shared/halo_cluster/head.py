@@ -23,6 +23,8 @@ from halo.cli.stack_probes import redis_reachable
 from halo.cli.stack_processes import ProcessRecord, same_process, spawn, stop_group
 from halo.schemas.cluster import ClusterStatus
 from halo.settings.cluster import ClusterSettings
+from halo.settings.store import StoreSettings
+from halo.store import store_env, write_probe
 from halo_cluster.ray_auth import auth_env, ensure_token
 from halo_cluster.supervisor import status_key
 
@@ -80,9 +82,19 @@ def up(settings: ClusterSettings, say: Callable[[str], None], timeout_s: float =
         )
     if _port_open(settings.head_ip, settings.ray_port):
         raise HeadError(f"{ray_address(settings)} is already taken; set HALO_CLUSTER_RAY_PORT to a free port")
+    store = StoreSettings()
+    token = ensure_token(settings.data_dir)
+    try:
+        store_env(store, token)
+    except ValueError as exc:
+        raise HeadError(str(exc)) from None
+    if store.backend == "http" and _port_open(store.host, store.port):
+        raise HeadError(f"{store.host}:{store.port} is already taken; set HALO_STORE_PORT to a free port")
     logs = cluster_dir(settings) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **auth_env(ensure_token(settings.data_dir))}
+    # A fresh probe per head: a node that sees an older head's folder is refused as well.
+    write_probe(settings.data_dir)
+    env = {**os.environ, **auth_env(token)}
     head_argv = [
         ray_command(),
         "start",
@@ -103,19 +115,42 @@ def up(settings: ClusterSettings, say: Callable[[str], None], timeout_s: float =
             down(settings, say=lambda _: None)
             raise HeadError(f"the Ray head did not start:\n{_tail(records[0])}")
         time.sleep(0.5)
+    if store.backend == "http":
+        _serve_data(settings, store, records, {**env, "HALO_STORE_TOKEN": token}, logs, deadline, say)
     started = time.time()
     argv = [sys.executable, "-m", "halo_cluster", "supervise"]
     records.append(spawn("supervisor", argv, logs / "supervisor.log", env, ""))
     _save(settings, records)
     while (status := read_status(settings)) is None or status.updated_at < started:
-        if not same_process(records[1]) or time.monotonic() > deadline:
+        if not same_process(records[-1]) or time.monotonic() > deadline:
             down(settings, say=lambda _: None)
-            raise HeadError(f"the supervisor did not report:\n{_tail(records[1])}")
+            raise HeadError(f"the supervisor did not report:\n{_tail(records[-1])}")
         time.sleep(0.5)
     return (
         f"RAY_AUTH_MODE=token RAY_AUTH_TOKEN=<the token in {cluster_dir(settings) / 'ray_token'}> "
         f"ray start --address {ray_address(settings)} --resources '{{\"rollout_node\": 1}}'"
     )
+
+
+def _serve_data(
+    settings: ClusterSettings,
+    store: StoreSettings,
+    records: list[ProcessRecord],
+    env: dict[str, str],
+    logs: Path,
+    deadline: float,
+    say: Callable[[str], None],
+) -> None:
+    """The head's data server, for nodes without the head's folder (HALO_STORE_BACKEND=http)."""
+    argv = [sys.executable, "-m", "halo.store", "serve"]
+    records.append(spawn("data-server", argv, logs / "data-server.log", env, f"{store.host}:{store.port}"))
+    _save(settings, records)
+    while not _port_open(store.host, store.port):
+        if not same_process(records[-1]) or time.monotonic() > deadline:
+            down(settings, say=lambda _: None)
+            raise HeadError(f"the data server did not start:\n{_tail(records[-1])}")
+        time.sleep(0.5)
+    say(f"data server at {store.host}:{store.port} (nodes reach it as {store.head_url})")
 
 
 def _save(settings: ClusterSettings, records: list[ProcessRecord]) -> None:

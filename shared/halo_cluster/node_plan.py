@@ -28,6 +28,10 @@ class NodePlan:
     ports: tuple[str, ...] = ()  # names of the ports each node picks for itself
     urls: dict[str, str] = field(default_factory=dict)  # what the node reports: name -> URL template
     ready_timeout_s: float = 120.0
+    # The node's view of the head's data (HALO_DATA_DIR, HALO_STORE_*) and the probe the head wrote:
+    # a node whose store does not show the probe refuses to start (halo_cluster.node_store).
+    store: dict[str, str] = field(default_factory=dict)
+    probe: str = ""
 
 
 def render(template: str, host: str, ports: dict[str, int], index: int = 0) -> str:
@@ -40,12 +44,21 @@ def render(template: str, host: str, ports: dict[str, int], index: int = 0) -> s
 
 
 def services_plan(
-    *, workers: int, redis_url: str, policy_url: str, data_dir: str, python: str = sys.executable
+    *,
+    workers: int,
+    redis_url: str,
+    policy_url: str,
+    data_dir: str,
+    store: dict[str, str] | None = None,
+    probe: str = "",
+    python: str = sys.executable,
 ) -> NodePlan:
     """The real rollout node: the clone sites, env and reward services on the node's own address,
     and ``workers`` rollout workers that use that node's env and reward (a job's forks stay on one
-    env instance, its screenshots next to it)."""
-    shared = {"HALO_REDIS_URL": redis_url, "HALO_DATA_DIR": data_dir}
+    env instance, its screenshots next to it). ``store``: the ``HALO_STORE_*`` that reach the head's
+    data from a node (``halo.store.store_env``); ``probe``: the value the head wrote."""
+    store = {"HALO_DATA_DIR": data_dir, **(store or {})}
+    shared = {"HALO_REDIS_URL": redis_url, **store}
     sites = "http://{host}:{port.sites}"
     env_url, reward_url = "http://{host}:{port.env}", "http://{host}:{port.reward}"
     return NodePlan(
@@ -83,4 +96,6 @@ def services_plan(
         ),
         ports=("sites", "env", "reward"),
         urls={"sites": sites, "env": env_url, "reward": reward_url},
+        store=store,
+        probe=probe,
     )

@@ -12,6 +12,7 @@ import ray
 from halo.schemas.cluster import ProcessState
 from halo_cluster.node_plan import NodePlan
 from halo_cluster.node_processes import NodeProcesses
+from halo_cluster.node_store import check_node_store
 
 ROLLOUT_RESOURCE = "rollout_node"
 
@@ -25,6 +26,7 @@ class RolloutNode:
     def __init__(self, name: str, plan: NodePlan, max_restarts: int, log_root: str = "") -> None:
         self.name = name
         self.address = ray.util.get_node_ip_address()
+        check_node_store(plan)  # before any process: a node blind to the head's data does not start
         root = Path(log_root) if log_root else Path(tempfile.gettempdir()) / "halo-cluster"
         self.processes = NodeProcesses(plan, self.address, root / name, max_restarts)
         try:

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import httpx
@@ -18,7 +17,7 @@ import pytest
 from halo.screenshots import ScreenshotStore
 from halo.store import HttpStore, SharedFsStore, StoreRefused, StoreUnavailable, check_probe, write_probe
 from halo.store.base import screenshot_path
-from tests import lifetime
+from tests.cluster.data_server import serve_data
 from tests.conftest import free_port, noise_png, stop_services
 
 TOKEN = "t" * 64
@@ -59,19 +58,6 @@ def test_the_probe_check_names_the_path_and_the_value() -> None:
         check_probe(SharedFsStore(Path("/nowhere")), "abcdef1234")
 
 
-def serve(env: dict[str, str], ready_url: str, timeout_s: float = 120) -> subprocess.Popen:
-    proc = lifetime.popen([sys.executable, "-m", "halo.store", "serve"], env={**os.environ, **env})
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(ready_url, timeout=5).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError(f"the data server did not answer {ready_url} (exit {proc.poll()})")
-
-
 @pytest.fixture(scope="module")
 def head(tmp_path_factory: pytest.TempPathFactory):
     """The head's data folder (a probe, a screenshot, an adapter, tokens that must never be served)
@@ -88,10 +74,7 @@ def head(tmp_path_factory: pytest.TempPathFactory):
     (root / "cluster" / "ray_token").write_text("secret")
     (root / "stack").mkdir()
     (root / "stack" / "trainer-token").write_text("secret")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {"HALO_DATA_DIR": str(root), "HALO_STORE_TOKEN": TOKEN, "HALO_STORE_PORT": str(port)}
-    proc = serve(env, f"{url}/health")
+    proc, url = serve_data(root, TOKEN)
     yield {"root": root, "url": url, "probe": probe, "png": png, "proc": proc}
     stop_services([proc])
 
