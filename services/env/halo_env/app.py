@@ -17,7 +17,7 @@ from playwright.async_api import async_playwright
 
 from halo.browser_guard import NoBrowserWrites
 from halo.logging import setup_logging
-from halo.screenshots import ScreenshotStore
+from halo.screenshots import screenshot_store
 from halo.service import add_health_routes, install_error_handlers
 from halo.settings import log_settings
 from halo.settings.env import EnvSettings
@@ -45,7 +45,7 @@ def create_app(settings: EnvSettings | None = None, backends: list[TaskBackend] 
         log_settings(settings, logger)
         async with async_playwright() as playwright:
             pool = BrowserPool(playwright, settings)
-            store = ScreenshotStore(settings.screenshots_dir)
+            store = screenshot_store(settings.screenshots_dir)
             manager = SessionManager(settings, pool, chosen, store)
             app.state.pool, app.state.manager, app.state.store = pool, manager, store
             reaper = asyncio.create_task(manager.reap_forever())
