@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI
 
 from halo.logging import setup_logging
-from halo.screenshots import ScreenshotStore
+from halo.screenshots import ScreenshotStore, screenshot_store
 from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.eval import EvalSettings
@@ -51,7 +51,7 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
     async def lifespan(app: FastAPI):
         redis = aioredis.from_url(settings.redis_url)
         services = make_services(settings, redis)
-        store = ScreenshotStore(settings.screenshots_dir)
+        store = screenshot_store(settings.screenshots_dir)
         manager = RunManager(settings, redis, services.policy, store, services.env)
         stop_workers = asyncio.Event()
         workers = [
