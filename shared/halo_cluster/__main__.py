@@ -150,7 +150,7 @@ def supervise() -> None:
     use_token_here(os.environ["RAY_AUTH_TOKEN"])
     ray.init(address=head.ray_address(settings), namespace=NAMESPACE, logging_level="WARNING")
     from halo.settings.store import StoreSettings
-    from halo.store import PROBE, store_env
+    from halo.store import store_env, write_probe
 
     plan = services_plan(
         workers=settings.workers_per_node,
@@ -158,7 +158,7 @@ def supervise() -> None:
         policy_url=settings.policy_url,
         data_dir=str(settings.data_dir),
         store=store_env(StoreSettings(), os.environ["RAY_AUTH_TOKEN"]),
-        probe=(settings.data_dir / PROBE).read_text().strip(),
+        probe=write_probe(settings.data_dir),
     )
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))

@@ -24,7 +24,7 @@ from halo.cli.stack_processes import ProcessRecord, same_process, spawn, stop_gr
 from halo.schemas.cluster import ClusterStatus
 from halo.settings.cluster import ClusterSettings
 from halo.settings.store import StoreSettings
-from halo.store import store_env, write_probe
+from halo.store import store_env
 from halo_cluster.ray_auth import auth_env, ensure_token
 from halo_cluster.supervisor import status_key
 
@@ -92,8 +92,6 @@ def up(settings: ClusterSettings, say: Callable[[str], None], timeout_s: float =
         raise HeadError(f"{store.host}:{store.port} is already taken; set HALO_STORE_PORT to a free port")
     logs = cluster_dir(settings) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    # A fresh probe per head: a node that sees an older head's folder is refused as well.
-    write_probe(settings.data_dir)
     env = {**os.environ, **auth_env(token)}
     head_argv = [
         ray_command(),

@@ -1,9 +1,10 @@
 """The probe: proof, at a node's start, that it sees the head's data and not a folder of its own.
 
-``halo cluster up`` writes a fresh random value to ``<data_dir>/cluster/store-probe`` on the head
-and ships it to every node; a node reads the probe through its store and compares. An empty local
-folder at the same path, a mount of another head's folder, or an unreachable data server all fail
-here, with the path, instead of as a learner that cannot find a screenshot an hour later.
+The head's supervisor writes a random value to ``<data_dir>/cluster/store-probe`` once per data
+folder and ships it to every node in its plan; a node reads the probe through its store and
+compares. An empty local folder at the same path, a mount of another head's folder, or an
+unreachable data server all fail here, with the path, instead of as a learner that cannot find a
+screenshot an hour later.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ _ADVICE = (
 
 
 def write_probe(data_dir: Path) -> str:
-    """A new probe value in the head's data folder; returns it."""
-    value = secrets.token_hex(16)
+    """The probe of the head's data folder, made on first use; returns it. Kept afterwards, like the
+    cluster token: Ray restarts a node's actor with the plan it was first given, probe included."""
     path = Path(data_dir) / PROBE
+    if path.exists() and (value := path.read_text().strip()):
+        return value
+    value = secrets.token_hex(16)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(value)
