@@ -47,9 +47,11 @@ def make_loop(
     *,
     outage_wait_s: float = 60,
     learner: Learner | None = None,
+    policy: PolicyClient | None = None,
     **run,
 ) -> GrpoLoop:
-    """A run of ``episodes`` on one task: 2 generations, 1 step, 2 jobs an update, sync and checkpoint each."""
+    """A run of ``episodes`` on one task: 2 generations, 1 step, 2 jobs an update, sync and checkpoint each.
+    ``policy``: the client in place of one of the server at ``policy_url`` (several replicas, say)."""
     settings = TrainerSettings(outage_wait_s=outage_wait_s, job_claim_idle_s=30)
     spec = RunSpec(
         domain="playground",
@@ -66,7 +68,7 @@ def make_loop(
     return GrpoLoop(
         cfg,
         redis=redis,
-        policy=PolicyClient(policy_url, "halo-base", max_retries=0),
+        policy=policy or PolicyClient(policy_url, "halo-base", max_retries=0),
         learner=learner or new_learner(base_model),
         processor=None,  # results carry episodes but no transitions: nothing to tokenise
         store=ScreenshotStore(run_dir.parent / "shots"),
