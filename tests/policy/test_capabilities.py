@@ -1,6 +1,6 @@
 """The policy service's advertised capabilities (``halo_policy.capabilities``) in the real Redis.
 
-What the trainer does with them is tested in tests/trainer/test_runs.py, and against the real
+What the trainer does with them is tested in tests/trainer/api/test_runs.py, and against the real
 policy service of the local stack in tests/e2e/test_training.py.
 """
 

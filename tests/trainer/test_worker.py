@@ -26,7 +26,7 @@ from halo_trainer.streams import current_policy_reader, jobs_queue, results_queu
 from halo_trainer.worker import play, work
 from tests.trainer.loop_harness import TIMEOUT_S
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, job_for, services
-from tests.trainer.test_mcts_search import SnapshotEnv
+from tests.trainer.mcts.test_mcts_search import SnapshotEnv
 
 RUN = "run-w"
 

@@ -13,7 +13,7 @@ from halo_trainer.config import load_defaults, resolve
 from halo_trainer.grpo.task_schedule import FLOOR, task_of_job, task_weights, update_signal
 from halo_trainer.learner.batching import advantages
 from halo_trainer.loop_parts.state import Counters
-from tests.trainer.test_batching import tr
+from tests.trainer.learner.test_batching import tr
 
 TASKS = ["local.playground-1", "local.playground-6", "local.playground-8"]
 

@@ -129,7 +129,7 @@ def test_learner_batch_replays_the_grammar_so_forced_tokens_carry_no_gradient(tm
     model_dir = build_tiny_model()
     processor = load_processor(model_dir)
     tokenizer = processor.tokenizer
-    png = (Path(__file__).resolve().parents[2] / "docs/img/sites/playground-click-fixed.png").read_bytes()
+    png = (Path(__file__).resolve().parents[3] / "docs/img/sites/playground-click-fixed.png").read_bytes()
     store = ScreenshotStore(tmp_path)
     sha = store.put(png)
     prompt_ids = prompt_inputs(processor, "Click the Submit button.", [], [png])["input_ids"][0].tolist()

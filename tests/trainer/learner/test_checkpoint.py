@@ -20,9 +20,9 @@ import torch
 from halo_model.loading import load_processor
 from halo_trainer.learner.checkpoint import CheckpointManager
 from halo_trainer.learner.learner import Learner
-from tests.trainer.test_learner import config, group_batch, mixed_batch, tiny_model
+from tests.trainer.learner.test_learner import config, group_batch, mixed_batch, tiny_model
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 RUN_CONFIG = {"run_id": "run-test", "learner": {"lora_r": 4}}
 
 
@@ -146,7 +146,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import halo_trainer.learner.checkpoint as ckpt
     from halo_model.loading import load_model, load_processor
-    from tests.trainer.test_learner import config, group_batch, tiny_model
+    from tests.trainer.learner.test_learner import config, group_batch, tiny_model
     from halo_trainer.learner.learner import Learner
 
     root, phase, model_dir = Path(sys.argv[1]), sys.argv[2], sys.argv[3]

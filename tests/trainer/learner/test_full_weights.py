@@ -18,7 +18,7 @@ from halo_model.loading import load_model, load_processor
 from halo_trainer.learner.checkpoint import CheckpointManager
 from halo_trainer.learner.learner import Learner
 from tests.conftest import free_port
-from tests.trainer.test_learner import config, group_batch, tiny_model
+from tests.trainer.learner.test_learner import config, group_batch, tiny_model
 
 MERGER = ("model.visual.merger.", "model.visual.deepstack_merger_list.")
 

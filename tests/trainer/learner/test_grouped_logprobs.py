@@ -16,7 +16,7 @@ from halo_model.logprobs import completion_logprobs, token_logprobs
 from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.learner_batch import LearnerBatch, group_micro_batches, logprobs_and_entropy
 from tests.conftest import noise_png
-from tests.trainer.test_learner import GOAL, config, tiny_model
+from tests.trainer.learner.test_learner import GOAL, config, tiny_model
 
 OTHER_GOAL = "Open the second tab and read it."
 # Row: (goal, screenshot seed, completion). Rows 0-3 share a prompt (row 3 repeats row 0's

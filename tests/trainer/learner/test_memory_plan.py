@@ -31,9 +31,9 @@ from halo_trainer.learner.memory.parts import (
     prompt_tokens,
 )
 from tests.script_module import load_script
-from tests.trainer.test_runs import api, wait_for_state  # noqa: F401 (the run API fixture)
+from tests.trainer.api.test_runs import api, wait_for_state  # noqa: F401 (the run API fixture)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 H100, A100_40 = mp.CARDS_GIB["h100-80gb"], mp.CARDS_GIB["a100-40gb"]
 MARGIN_GIB = 5.0  # the shipped defaults keep at least this much of an 80 GB card unused, beyond the plan's own margin
 

@@ -18,7 +18,7 @@ from halo_trainer.api import runs
 from halo_trainer.api.promotion import mode_for
 from halo_trainer.loops import LOOPS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_algorithm_has_a_loop_and_a_title() -> None:

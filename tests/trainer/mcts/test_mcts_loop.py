@@ -168,7 +168,7 @@ async def test_a_killed_mcts_run_resumes_at_its_checkpoint_and_uses_every_search
     run_dir = tmp_path / "run"
     png = noise_png(64, 64, seed=1)
     # Synchronous, so the searches the dead loop asked for are exactly those of its updates (with
-    # prefetch it asks for the next iteration's too: tests/trainer/test_loop_routing.py's crash test).
+    # prefetch it asks for the next iteration's too: tests/trainer/loop_parts/test_loop_routing.py's crash test).
     spec = {"episodes": 8, "jobs_per_update": 2, "checkpoint_every": 2, "prefetch_updates": 0}
     first = mcts_loop(redis, run_dir, vllm_admin.url, base_model, processor, **spec)
     shot = first.parts.store.put(png)

@@ -118,7 +118,7 @@ def test_wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 TRACKIO_READBACK = """
 import json, sys
 from pathlib import Path
-from tests.trainer.test_trackers import write_run
+from tests.trainer.observe.test_trackers import write_run
 from trackio.sqlite_storage import SQLiteStorage
 expected = write_run(Path(sys.argv[1]), "trackio")
 logs = SQLiteStorage.get_logs("halo", "trk-run")
@@ -143,7 +143,7 @@ def test_trackio_local(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     (line,) = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     result = json.loads(line.removeprefix("RESULT "))

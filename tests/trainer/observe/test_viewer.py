@@ -550,6 +550,6 @@ async def test_at_1280_the_runs_page_and_the_compare_view_fit(page, viewer_url: 
 
 
 def test_docs_viewer_md_shows_the_screenshots_these_tests_take() -> None:
-    text = (Path(__file__).resolve().parents[2] / "docs" / "viewer.md").read_text()
+    text = (Path(__file__).resolve().parents[3] / "docs" / "viewer.md").read_text()
     for name in ("viewer-run-page.png", "viewer-step-group.png", "viewer-compare-1280.png"):
         assert f"(img/{name})" in text, name

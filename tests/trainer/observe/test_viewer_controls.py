@@ -32,7 +32,7 @@ from halo_trainer.evaluation.stats import mode_summary, paired_test
 from tests.conftest import noise_png
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, click
-from tests.trainer.test_viewer import open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
+from tests.trainer.observe.test_viewer import open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
 from tests.trainer.viewer_layout import layout_problems
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

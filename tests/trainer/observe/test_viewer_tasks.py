@@ -43,8 +43,8 @@ from tests.conftest import noise_png
 from tests.trainer.loop_harness import episode, make_loop, run_with_worker
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, click, job_for, services
-from tests.trainer.test_mcts_loop import hand_made_search, mcts_loop
-from tests.trainer.test_viewer import SHOTS, open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
+from tests.trainer.mcts.test_mcts_loop import hand_made_search, mcts_loop
+from tests.trainer.observe.test_viewer import SHOTS, open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
 
 PLAYGROUND = [f"local.playground-{i}" for i in range(1, 13)]
 

@@ -77,7 +77,7 @@ def learner_refusals(cfg: RunConfig, settings: TrainerSettings) -> list[tuple[in
     dtype = settings.resolved_dtype()
     if cfg.full_weights and dtype != "float32":
         # bfloat16 keeps 8 bits of mantissa: an AdamW step below ~1/256 of a weight rounds to nothing
-        # (tests/trainer/test_capabilities.py measures it), so the modules would silently not train.
+        # (tests/trainer/api/test_capabilities.py measures it), so the modules would silently not train.
         return [
             (
                 422,

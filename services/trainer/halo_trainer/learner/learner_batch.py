@@ -114,7 +114,7 @@ def chunked_entropy(logits: Tensor, temperature: float, allowed: Tensor | None) 
     the float32 copies it needs (five of them at the full vocabulary) exist for one chunk only. At
     full size they came on top of the log-softmax the backward keeps, and made the step's peak
     (25 bytes per vocabulary entry per completion token at temperature 0.7, against the 14 of the
-    backward the memory plan counts; tests/trainer/test_entropy_peak.py)."""
+    backward the memory plan counts; tests/trainer/learner/test_entropy_peak.py)."""
     rows, width = logits.shape[:2]
     out = torch.empty((rows, width), dtype=torch.float32, device=logits.device)
     for row in range(rows):

@@ -25,7 +25,7 @@ What is counted, from the model's config and the run's settings (GiB = 2**30 byt
   entropy metric, computed between the forward and the backward, takes its float32 copies a chunk
   of positions at a time (``learner_batch.chunked_entropy``), so it peaks below the backward: the
   head's traced peak at the 8B's vocabulary is 13.0 bytes per vocabulary entry per completion token
-  against these 14 (``tests/trainer/test_entropy_peak.py``; 25.0 when the entropy held them at the
+  against these 14 (``tests/trainer/learner/test_entropy_peak.py``; 25.0 when the entropy held them at the
   full vocabulary);
 * **vision**: the frozen tower keeps nothing for the backward, only its outputs (image
   embeddings and DeepStack features); a tower trained in full keeps its blocks' activations
@@ -54,7 +54,7 @@ from halo_trainer.learner.memory.dims import (
 )
 
 # bench/results/memory_8b_layer.json: bytes autograd keeps per token (text) or patch (vision) in
-# one layer, LoRA r=16 on the decoder, at the 8B's widths (tests/trainer/test_memory_plan.py checks
+# one layer, LoRA r=16 on the decoder, at the 8B's widths (tests/trainer/learner/test_memory_plan.py checks
 # that these equal the committed results).
 TEXT_LAYER_BYTES = {
     ("float32", False): 324328,
