@@ -181,9 +181,14 @@ class Supervisor:
             return
         done, _ = ray.wait([tracked.status_ref], timeout=0)
         if not done:
-            if self.clock() - tracked.status_sent_at > self.settings.create_deadline_s:
+            silent = self.clock() - tracked.status_sent_at
+            if silent > self.settings.create_deadline_s:
                 self._set(tracked, "restarting", "not answering; its node may be gone")
                 self._await_restart(tracked)
+            elif silent > max(10.0, 3 * self.settings.supervise_every_s):
+                # Seen in a 30 s partition: without this the node read "running" for as long as
+                # Ray took to declare it dead, and status said nothing was wrong.
+                self._set(tracked, "unreachable", f"no answer for {silent:.0f} s; its node may be cut off")
             return
         try:
             processes = ray.get(tracked.status_ref)

@@ -14,7 +14,9 @@ from halo.schemas.base import Message
 
 # A node is "placing" until its actor answers; past the creation deadline it is "unplaceable" with
 # Ray's reason (no node offers the resources, say) and stays queued: a node joining later takes it.
-NodeState = Literal["placing", "running", "unplaceable", "restarting", "stopped"]
+# A running node whose actor stops answering (its network is cut) is "unreachable" until it answers
+# again or Ray declares it dead ("restarting").
+NodeState = Literal["placing", "running", "unplaceable", "restarting", "stopped", "unreachable"]
 
 
 class ProcessState(Message):
