@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.shared.test_compose import render
+from tests.shared.compose_stack import render
 
 pytestmark = pytest.mark.slow  # each test runs docker-compose or the CLI as processes
 ROOT = Path(__file__).resolve().parents[2]
