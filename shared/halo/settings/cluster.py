@@ -38,6 +38,3 @@ class ClusterSettings(HaloSettings):
         10.0, gt=0, description="A policy replica that has not sent a heartbeat for this long is dead, seconds"
     )
     replica_heartbeat_s: float = Field(3.0, gt=0, description="Heartbeat period of a policy replica, seconds")
-    sticky_ttl_s: int = Field(
-        3_600, ge=1, description="How long a job stays on the replica it started on (its forks share a cache), seconds"
-    )
