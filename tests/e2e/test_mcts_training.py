@@ -24,7 +24,7 @@ def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(st
         "--widening", "0", "--dense-return", "--detach", "--no-stack",
     )  # fmt: skip
     # widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
-    # task has pairs for the DPO step this test is about; widening runs on the clone in test_mcts_search.
+    # task has pairs for the DPO step this test is about; widening runs on the clone in test_mcts_search_clone.
     # dense return: on a one-click task every child is terminal, and a terminal node's value is its
     # outcome (issue 47), 0 for every miss; its backed-up return with the click's near-target reward
     # is what tells a close miss from a far one, and so gives the pairs.

@@ -25,8 +25,8 @@ from halo_trainer import keys, worker
 from halo_trainer.streams import current_policy_reader, jobs_queue, results_queue, set_current_policy
 from halo_trainer.worker import play, work
 from tests.trainer.loop_harness import TIMEOUT_S
+from tests.trainer.mcts.search_stand_ins import SnapshotEnv
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, job_for, services
-from tests.trainer.mcts.test_mcts_search import SnapshotEnv
 
 RUN = "run-w"
 

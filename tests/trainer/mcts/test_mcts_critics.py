@@ -29,8 +29,8 @@ from halo_trainer.mcts.critics import (
 from halo_trainer.mcts.search import search
 from halo_trainer.rollout.play import Branch
 from tests.conftest import free_port, noise_png
+from tests.trainer.mcts.search_stand_ins import SUCCESS, SnapshotEnv, cfg
 from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
-from tests.trainer.mcts.test_mcts_search import SUCCESS, SnapshotEnv, cfg
 
 
 class PngEnv(SnapshotEnv):

@@ -3,7 +3,7 @@
 The scripted worker answers each search job with a hand-made tree whose root prompt is the tiny
 model's own rendering of a screenshot in the run's store (so the learner's prompt parity check
 passes) and whose two children were valued 1 and 0: one preference pair per search. The real
-search is tested in test_mcts_search.py; here the loop's part: jobs, pairs, DPO, versions, acks.
+search is tested in test_mcts_search*.py; here the loop's part: jobs, pairs, DPO, versions, acks.
 """
 
 from __future__ import annotations
