@@ -59,6 +59,8 @@ from halo_model import full_weights
 from halo_model.grouped import PackedBatch, grouped_logprobs, pack, prompt_groups, supports_packing
 from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.lora import lora_config
+from halo_trainer.learner import distributed
+from halo_trainer.learner.distributed import Ranks
 from halo_trainer.learner.dpo_update import DPOUpdate
 from halo_trainer.learner.learner_batch import LearnerBatch, LogprobFn, group_micro_batches, logprobs_and_entropy
 from halo_trainer.learner.learner_weights import LearnerWeights
@@ -71,12 +73,27 @@ class Learner:
     """LoRA (and full-weight) learner over a transformers Qwen3-VL model: GRPO's ``update``, DPO's
     ``dpo.update``, the weights on disk ``weights`` (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, config: LearnerConfig, *, logprob_fn: LogprobFn = grouped_logprobs):
+    def __init__(
+        self,
+        model: nn.Module,
+        config: LearnerConfig,
+        *,
+        logprob_fn: LogprobFn = grouped_logprobs,
+        ranks: Ranks | None = None,
+    ):
         """``logprob_fn`` takes a ``PolicyBatch`` (``logprobs.completion_logprobs``: the per-row path);
         ``grouped_logprobs``, the default, is given its micro-batches packed by prompt. Either is
-        called at ``config.temperature``, the run's sampling temperature."""
+        called at ``config.temperature``, the run's sampling temperature. ``ranks``
+        (``distributed.Ranks.from_env()`` under torchrun): data-parallel over the ranks with FSDP2,
+        every rank given the same batches (``halo_trainer.learner.distributed``)."""
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
+        if ranks is not None and config.full_weights:
+            raise ValueError(
+                f"full_weights={list(config.full_weights)} across ranks is not supported yet: "
+                "the learner across ranks trains the LoRA adapter only"
+            )
+        self.ranks = ranks
         self.config = config
         # Bound to the sampling temperature: vLLM's behaviour log-probs are of the distribution it
         # sampled from (processed_logprobs), and TRL's GRPO scores at that temperature too.
@@ -87,6 +104,9 @@ class Learner:
         self.model: PeftModel = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if ranks is not None:
+            # Before the parameter lists and the optimiser: sharding replaces every parameter.
+            distributed.shard(self.model, ranks)
         self.lora_params = [p for p in self.model.parameters() if p.requires_grad]
         if not self.lora_params:
             raise ValueError(f"no layer named {config.lora_target_modules} inside the language model")
@@ -117,7 +137,13 @@ class Learner:
         )
         self.step = 0
         self.weights = LearnerWeights(
-            self.model, self.lora_params, self._full_names, self.full_params, config.full_weights, self.reference_policy
+            self.model,
+            self.lora_params,
+            self._full_names,
+            self.full_params,
+            config.full_weights,
+            self.reference_policy,
+            ranks,
         )
         self.dpo = DPOUpdate(self)
         base_config = base.config
@@ -135,8 +161,8 @@ class Learner:
         return self.params[0].device
 
     def trainable_state(self) -> dict[str, Tensor]:
-        """The trained parameters (LoRA and full weights) by PEFT name (a copy)."""
-        return {n: p.detach().clone() for n, p in self.model.named_parameters() if p.requires_grad}
+        """The trained parameters (LoRA and full weights) by PEFT name (a copy, whole: a collective across ranks)."""
+        return {n: distributed.full(p).clone() for n, p in self.model.named_parameters() if p.requires_grad}
 
     def update(self, batch: LearnerBatch) -> dict[str, float]:
         """One optimiser step on a batch of completions; returns ``train/*`` metrics."""
@@ -212,7 +238,12 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         stats = LossStats()
         loss_total = 0.0
-        for micro_rows in self._micro_batches(batch.inputs, rows):
+        micro_batches = self._micro_batches(batch.inputs, rows)
+        if self.ranks is None:
+            mine = [(micro_rows, True) for micro_rows in micro_batches]
+        else:
+            mine = distributed.share(micro_batches, self.ranks)
+        for micro_rows, counts in mine:
             micro = self._on_device(batch, micro_rows)
             ref = None
             if cfg.kl_coef > 0:
@@ -237,10 +268,17 @@ class Learner:
                 num_sequences=len(batch),
                 tis_cap=cfg.tis_cap,
             )
+            if not counts:
+                (loss * 0).backward()  # a repeat that keeps this rank's collectives in step with the others
+                continue
             loss.backward()
             loss_total += float(loss.detach())
             stats = stats.merge(micro_stats)
 
+        if self.ranks is not None:
+            loss_total = sum(distributed.gathered(loss_total))
+            every = distributed.gathered(stats)
+            stats = functools.reduce(LossStats.merge, every[1:], every[0])
         grad_norm, lr = self._optimizer_step(bool(rows))
         return stats, loss_total, grad_norm, lr
 
@@ -248,7 +286,7 @@ class Learner:
         """Clip the gradient (LoRA and full weights), AdamW step, schedule step; returns (grad norm, learning rate used)."""
         grad_norm = 0.0
         if any_gradient:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm))
+            grad_norm = float(distributed.full(torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)))
             if not math.isfinite(grad_norm):
                 # A non-finite gradient would poison AdamW's moments for good: skip the step, say so.
                 logger.warning("non-finite gradient norm at update %d: step skipped", self.step)

@@ -13,11 +13,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import torch
-from peft import PeftModel, set_peft_model_state_dict
+from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
 from safetensors.torch import load_file
 from torch import Tensor
 
 from halo_model import full_weights
+from halo_trainer.learner import distributed
+from halo_trainer.learner.distributed import Ranks
 
 logger = logging.getLogger("halo_trainer.learner.learner")  # the learner's messages keep their logger's name
 
@@ -33,12 +35,15 @@ class LearnerWeights:
         full_params: Sequence[Tensor],
         full_weights_setting: Sequence[str],
         reference_policy: Callable[[], AbstractContextManager[None]],
+        ranks: Ranks | None = None,
     ):
         """``lora_params``: the adapter's (their device and dtype are the learner's); ``full_names``/
         ``full_params``: the trained base-model parameters by checkpoint name;
         ``full_weights_setting`` the config's ``full_weights`` (for messages); ``reference_policy``
-        the learner's, which puts the full-weight modules back to their values as loaded."""
+        the learner's, which puts the full-weight modules back to their values as loaded; ``ranks``
+        the learner's: the adapter is then sharded, gathered whole to save (rank 0 writes)."""
         self.model = model
+        self.ranks = ranks
         self.lora_params = list(lora_params)
         self._full_names = list(full_names)
         self.full_params = list(full_params)
@@ -53,18 +58,48 @@ class LearnerWeights:
     def save_adapter(self, directory: str | Path) -> Path:
         """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
         directory = Path(directory)
-        self.model.save_pretrained(str(directory))
+        if self.ranks is None:
+            self.model.save_pretrained(str(directory))
+            return directory
+        # Every rank gathers the adapter (a collective); rank 0 writes it and the others wait for the file.
+        state = {name: distributed.full(value) for name, value in self._adapter_state().items()}
+        if self.ranks.writes:
+            self.model.save_pretrained(str(directory), state_dict=state)
+        torch.distributed.barrier()
         return directory
+
+    def _adapter_state(self) -> dict[str, Tensor]:
+        """The adapter's tensors by the names ``adapter_model.safetensors`` gives them (the parameters' own storage)."""
+        return get_peft_model_state_dict(self.model, state_dict=self.model.state_dict())
 
     def load_adapter(self, directory: str | Path) -> None:
         """Load adapter weights written by ``save_adapter`` into this learner's adapter (same r, targets)."""
         state = load_file(str(Path(directory) / "adapter_model.safetensors"), device=str(self.device))
+        if self.ranks is not None:
+            self._load_sharded(state, directory)
+            return
         result = set_peft_model_state_dict(self.model, state)
         missing = [k for k in result.missing_keys if "lora_" in k]
         if missing or result.unexpected_keys:
             raise ValueError(
                 f"adapter does not fit this learner: missing {missing[:3]}, unexpected {result.unexpected_keys[:3]}"
             )
+
+    def _load_sharded(self, state: dict[str, Tensor], directory: str | Path) -> None:
+        """``load_adapter`` across ranks: each rank keeps its shard of the whole tensors read."""
+        targets = self._adapter_state()
+        missing, unexpected = sorted(set(targets) - set(state)), sorted(set(state) - set(targets))
+        if missing or unexpected:
+            raise ValueError(
+                f"adapter {directory} does not fit this learner: missing {missing[:3]}, unexpected {unexpected[:3]}"
+            )
+        with torch.no_grad():
+            for name, target in targets.items():
+                if tuple(state[name].shape) != tuple(target.shape):
+                    raise ValueError(
+                        f"{name}: shape {tuple(state[name].shape)} in {directory}, {tuple(target.shape)} here"
+                    )
+                target.copy_(distributed.like(target, state[name]))
 
     # --- full weights ------------------------------------------------------------------------
 
