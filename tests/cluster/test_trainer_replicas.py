@@ -6,6 +6,7 @@ replica lists it, and leaves every one."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from halo.policy_replicated import ReplicatedPolicyClient
@@ -109,3 +110,17 @@ async def test_a_version_is_the_policys_only_once_every_live_replica_lists_it_an
     }
     assert await client.unload_run_adapters("run-a") == ["run-a-v2"]  # the run's end
     assert await client.served_names() == {BASE} and await client.fanout.versions() == {}
+
+
+async def test_the_trainers_readiness_asks_the_live_replicas_not_the_policy_url(redis_url, key_prefix, stubs) -> None:
+    from halo_trainer.api.app import create_app
+
+    settings = TrainerSettings(_env_file=None, redis_url=redis_url, policy_replicas=f"{key_prefix}:")
+    app = create_app(settings)  # its lifespan is not started: only the routes are asked
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://trainer") as api:
+        checks = (await api.get("/ready")).json()["checks"]
+        assert "no policy replica is registered" in checks["policy"], checks
+        stubs += start_replicas(1, "--base", BASE)
+        async with policy_client(settings) as client:
+            await join(client, stubs)
+        assert (await api.get("/ready")).json()["checks"]["policy"] == "ok"

@@ -26,7 +26,7 @@ from halo_trainer.api.run_routes import runs_router
 from halo_trainer.api.runs import RunManager
 from halo_trainer.observe.viewer.folders import RunFolders
 from halo_trainer.observe.viewer.routes import mount_viewer
-from halo_trainer.rollout.services import make_services
+from halo_trainer.rollout.services import make_services, policy_client
 from halo_trainer.worker import work
 
 
@@ -72,6 +72,8 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
             await services.reward.aclose()
             await services.policy.aclose()
             await probes.aclose()
+            if replicas_probe is not None:
+                await replicas_probe.aclose()
             await redis.aclose()
 
     app = FastAPI(title="HALO trainer", lifespan=lifespan)
@@ -91,6 +93,8 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
     # 10 s: the env's /ready opens a page in a browser, which took 3-7 s under load (a 3 s limit made
     # the trainer flap between ready and not ready while nothing was wrong).
     probes = httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_keepalive_connections=0))
+    # Over policy replicas there is no one URL to probe: ready while any live replica's engine answers.
+    replicas_probe = policy_client(settings) if settings.policy_replicas is not None else None
     add_health_routes(
         app,
         "trainer",
@@ -98,7 +102,9 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
             "redis": redis_check(settings.redis_url),
             "env": _http_check(probes, f"{settings.env_url}/ready"),
             "reward": _http_check(probes, f"{settings.reward_url}/ready"),
-            "policy": _http_check(probes, f"{settings.policy_url}/health"),
+            "policy": _http_check(probes, f"{settings.policy_url}/health")
+            if replicas_probe is None
+            else replicas_probe.health,
         },
         timeout_s=12.0,
     )
