@@ -30,9 +30,9 @@ from halo_trainer.api.app import create_app
 from halo_trainer.api.runs import RunManager
 from halo_trainer.evaluation.stats import mode_summary, paired_test
 from tests.conftest import noise_png
+from tests.trainer.observe.viewer_page import open_view
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, click
-from tests.trainer.observe.test_viewer import open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
 from tests.trainer.viewer_layout import layout_problems
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -203,7 +203,7 @@ async def message(view, selector: str) -> str:
     return await view.locator(selector).inner_text()
 
 
-async def test_start_a_run_from_the_form_stop_it_and_promote_its_adapter(page, trainer: Trainer) -> None:  # noqa: F811
+async def test_start_a_run_from_the_form_stop_it_and_promote_its_adapter(page, trainer: Trainer) -> None:
     await open_view(page, f"{trainer.url}/ui/")
     form = page.locator("#start-run")
     await form.locator("input[name=domain]").fill("playground")
@@ -258,7 +258,7 @@ async def test_start_a_run_from_the_form_stop_it_and_promote_its_adapter(page, t
     assert all("Failed to load resource" in e and ("401" in e or "422" in e) for e in page.errors), page.errors
 
 
-async def test_compare_two_runs_on_each_x_axis(page, trainer: Trainer) -> None:  # noqa: F811
+async def test_compare_two_runs_on_each_x_axis(page, trainer: Trainer) -> None:
     await open_view(page, f"{trainer.url}/ui/")
     await page.check('input.pick[value="compare-a"]')
     await page.check('input.pick[value="compare-b"]')
@@ -294,7 +294,7 @@ async def test_compare_two_runs_on_each_x_axis(page, trainer: Trainer) -> None: 
     assert page.errors == []
 
 
-async def test_an_evaluation_page_shows_the_matrix_paired_test_and_each_cells_episodes(page, trainer) -> None:  # noqa: F811
+async def test_an_evaluation_page_shows_the_matrix_paired_test_and_each_cells_episodes(page, trainer) -> None:
     results = trainer.data["eval"]
     await open_view(page, f"{trainer.url}/ui/#/evals")
     await page.click(f'#evals tr[data-eval="{EVAL}"] a')
@@ -327,7 +327,7 @@ async def test_an_evaluation_page_shows_the_matrix_paired_test_and_each_cells_ep
     assert page.errors == []
 
 
-async def test_each_fork_of_a_step_group_shows_the_screenshot_it_led_to(page, trainer: Trainer) -> None:  # noqa: F811
+async def test_each_fork_of_a_step_group_shows_the_screenshot_it_led_to(page, trainer: Trainer) -> None:
     record = trainer.data["forks"]
     await open_view(page, f"{trainer.url}/ui/#/run/{FORKS}/episode/{record['episode_id']}")
     await page.wait_for_selector("#filmstrip")

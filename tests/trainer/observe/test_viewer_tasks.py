@@ -41,10 +41,10 @@ from halo_trainer.observe.viewer.task_success import run_task_success
 from halo_trainer.rollout.play import run_job
 from tests.conftest import noise_png
 from tests.trainer.loop_harness import episode, make_loop, run_with_worker
+from tests.trainer.mcts.test_mcts_loop import hand_made_search, mcts_loop
+from tests.trainer.observe.viewer_page import SHOTS, open_view
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn, PolicyStandIn, click, job_for, services
-from tests.trainer.mcts.test_mcts_loop import hand_made_search, mcts_loop
-from tests.trainer.observe.test_viewer import SHOTS, open_view, page  # noqa: F401  (page: the Chromium fixture, on viewer_url below)
 
 PLAYGROUND = [f"local.playground-{i}" for i in range(1, 13)]
 
@@ -386,7 +386,7 @@ def window_of(task: str, window: int, last: bool) -> tuple[int, int]:
 
 @pytest.mark.browser
 @pytest.mark.slow
-async def test_the_run_page_shows_success_per_task_with_the_tasks_that_moved_first(page, viewer_url: str) -> None:  # noqa: F811
+async def test_the_run_page_shows_success_per_task_with_the_tasks_that_moved_first(page, viewer_url: str) -> None:
     await page.set_viewport_size({"width": 1500, "height": 1000})  # the table's six columns, for the screenshot
     await open_view(page, f"{viewer_url}/ui/#/run/{RUN}")
     rows = page.locator("#tasks tr.task-row")
