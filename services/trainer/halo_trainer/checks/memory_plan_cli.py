@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-model-len", type=int, default=POLICY_MAX_MODEL_LEN, help="vLLM's context, tokens")
     parser.add_argument("--two-cards", action="store_true", help="vLLM on another card (the learner's card alone)")
+    parser.add_argument(
+        "--learner-gpus", type=int, default=1, help="the learner's ranks (FSDP2 under torchrun): the plan is per card"
+    )
     parser.add_argument("--micro-batch-size", type=int, help="override HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE")
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), help="override HALO_TRAINER_DTYPE")
     parser.add_argument("--no-checkpointing", action="store_true", help="gradient checkpointing off")
@@ -58,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = resolve(RunSpec(**spec), "plan", ["plan"], load_defaults(settings.rl_config), profile_for("gpu"))
     learner = cfg.learner_config(settings.resolved_learner())
     work = workload_for(cfg, learner, args.dtype or settings.resolved_dtype())
+    if args.learner_gpus < 1:
+        parser.error(f"--learner-gpus {args.learner_gpus}: at least 1")
+    work = replace(work, learner_gpus=args.learner_gpus)
     if args.micro_batch_size:
         work = replace(work, micro_batch_size=args.micro_batch_size)
     if args.no_checkpointing:

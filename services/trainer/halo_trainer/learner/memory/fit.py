@@ -117,7 +117,8 @@ class MemoryPlan:
             f"memory plan: Qwen3-VL {self.dims.params() / 1e9:.2f} B params, learner {w.dtype}, gradient "
             f"checkpointing {'on' if w.gradient_checkpointing else 'off'}, micro-batch {w.micro_batch_size}"
             f"{' DPO pairs' if w.dpo else ''} ({w.prompts()} prompts, packed), {self.prompt_tokens()} prompt + "
-            f"{w.completion_tokens} completion tokens a row, LoRA r={w.lora_r}, full weights {list(w.full_weights) or 'none'}, kl_coef {w.kl_coef}",
+            f"{w.completion_tokens} completion tokens a row, LoRA r={w.lora_r}, full weights {list(w.full_weights) or 'none'}, kl_coef {w.kl_coef}"
+            f"{f', per card of a learner on {w.learner_gpus} GPUs (FSDP2)' if w.learner_gpus > 1 else ''}",
         ]
         lines += [f"  {name:<34} {gib:7.2f} GiB  {note}" for name, gib, note in self.items]
         lines.append(f"  {'learner peak':<34} {self.peak_gib:7.2f} GiB")

@@ -103,6 +103,10 @@ class Workload:
     # Rows that share one prompt, which the grouped path scores once (module docstring): a step
     # group's N; DPO's pair (2); 1 = every row its own prompt (episode groups, the per-row path).
     group_size: int = 8
+    # Ranks of the learner across GPUs (FSDP2, ``halo_trainer.learner.distributed``): each card holds
+    # 1/N of the weights and of the LoRA's parameters, gradients and AdamW state, and the units being
+    # computed whole; a micro-batch's activations are one card's as with one card.
+    learner_gpus: int = 1
 
     def rows(self) -> int:
         return self.micro_batch_size * (2 if self.dpo else 1)
@@ -154,10 +158,20 @@ def breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, s
     full, vision_blocks = dims.full_weight_params(work.full_weights)
     lora = dims.lora_params(work.lora_r, work.lora_targets)
 
+    ranks = work.learner_gpus
+    shard = f", 1/{ranks} (FSDP2 shard)" if ranks > 1 else ""
     items: list[tuple[str, float, str]] = [
-        ("weights", dims.params() * b / GIB, f"{dims.params() / 1e9:.2f} B params in {work.dtype}"),
-        ("LoRA + grads + AdamW", lora * 16 / GIB, f"{lora / 1e6:.1f} M params, float32, 16 B each"),
+        ("weights", dims.params() * b / ranks / GIB, f"{dims.params() / 1e9:.2f} B params in {work.dtype}{shard}"),
+        ("LoRA + grads + AdamW", lora * 16 / ranks / GIB, f"{lora / 1e6:.1f} M params, float32, 16 B each{shard}"),
     ]
+    if ranks > 1:
+        # FSDP2 gathers a unit whole for its forward and backward and prefetches the next: two of the
+        # largest (the embeddings or lm_head at Qwen3-VL's vocabulary, else a decoder layer).
+        embeddings = dims.vocab_size * dims.hidden_size
+        head = 0 if dims.tie_word_embeddings else embeddings
+        layer = (dims.text_params() - embeddings - head - dims.hidden_size) // dims.num_hidden_layers
+        unit = max(embeddings, layer)
+        items.append(("units gathered whole (FSDP2)", 2 * unit * b / GIB, f"2 x {unit / 1e6:.0f} M params"))
     if full:
         items.append(
             ("full weights: reference, grads, AdamW", full * 4 * b / GIB, f"{full / 1e6:.0f} M params x 4 copies")
@@ -194,7 +208,8 @@ def breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, s
 
     reference = 0.0
     if work.kl_coef > 0:
-        persistent = sum(g for name, g, _ in items if name in ("weights", "LoRA + grads + AdamW", "CUDA context"))
+        kept = ("weights", "LoRA + grads + AdamW", "units gathered whole (FSDP2)", "CUDA context")
+        persistent = sum(g for name, g, _ in items if name in kept)
         persistent += sum(g for name, g, _ in items if name.startswith("full weights"))
         transient = tokens * one_layer + completion * dims.vocab_size * (b + 8) + vision_out + pixel_bytes + mask
         reference = persistent + transient / GIB + items[-1][1]
