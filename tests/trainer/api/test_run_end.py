@@ -9,6 +9,7 @@ check (the served model), the quickest real end; Redis is stopped just before th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import time
 from pathlib import Path
@@ -111,5 +112,38 @@ async def test_a_shutdown_ends_every_run_task_it_started(redis_server, tmp_path)
     await manager.shutdown()
     assert task.done() and manager.busy() is None
     assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("run-")]
+    await policy.aclose()
+    await client.aclose()
+
+
+async def test_a_shutdown_ends_the_end_records_retries_even_when_a_redis_call_loses_the_cancel(redis_server, tmp_path):
+    """A cancel that lands inside a Redis call can be lost (the call answers with its own error):
+    the end's retries then stop on the shutdown flag rather than run forever (at load ~15 the fast
+    tier hung here, in the shutdown of the test above, with Redis down)."""
+    settings = TrainerSettings(_env_file=None, data_dir=tmp_path / "data", redis_url=redis_server.url)
+    client = aioredis.from_url(redis_server.url)
+    policy = PolicyClient("http://127.0.0.1:9", "halo-base", max_retries=0)
+    manager = RunManager(settings, client, policy, ScreenshotStore(tmp_path / "shots"), EnvStandIn())
+    saving = asyncio.Event()
+
+    async def save_losing_the_cancel(status, done: bool = False) -> None:
+        if not done:
+            return
+        saving.set()
+        # What a Redis call that swallows the cancel does: it answers with its own error.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.2)
+        raise redis.ConnectionError("Redis is down")
+
+    async def fails() -> None:
+        raise ModelMismatch("no Redis for the end")
+
+    manager.registry.save = save_losing_the_cancel
+    manager.check_served_model = fails
+    created = await manager.create(RunSpec(domain="playground", tasks=["local.playground-1"], episodes=4))
+    task = manager.active[created.run_id][0]
+    await asyncio.wait_for(saving.wait(), 30)
+    await asyncio.wait_for(manager.shutdown(), 30)
+    assert task.done() and manager.busy() is None
     await policy.aclose()
     await client.aclose()

@@ -393,10 +393,13 @@ class RunManager:
     async def _record_end(self, status: RunStatus) -> None:
         """The run's final status and its ``done`` event (one transaction), retried until Redis takes
         them: a run whose Redis drops at its very end is recorded once Redis is back, and its
-        watchers are told. A trainer shutdown meanwhile cancels the wait; the run is then still
-        ``running`` in Redis, and the next trainer resumes it and ends it from its final checkpoint."""
+        watchers are told. A trainer shutdown meanwhile ends the wait; the run is then still
+        ``running`` in Redis, and the next trainer resumes it and ends it from its final checkpoint.
+        The shutdown flag is read as well as the cancellation, because a cancel that lands inside a
+        Redis call can be lost (see ``_train``), and the retries would then outlive the process's
+        shutdown, which waits for them: a hang seen at load ~15 with Redis down."""
         delay = 0.5
-        while True:
+        while not self._shutting_down:
             try:
                 await self.registry.save(status, done=True)
                 return
