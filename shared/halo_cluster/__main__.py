@@ -159,6 +159,7 @@ def supervise() -> None:
         data_dir=str(settings.data_dir),
         store=store_env(StoreSettings(), os.environ["RAY_AUTH_TOKEN"]),
         probe=write_probe(settings.data_dir),
+        policy_replicas=settings.key_prefix if settings.policy_replicas else None,
     )
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))

@@ -51,12 +51,14 @@ def services_plan(
     data_dir: str,
     store: dict[str, str] | None = None,
     probe: str = "",
+    policy_replicas: str | None = None,
     python: str = sys.executable,
 ) -> NodePlan:
     """The real rollout node: the clone sites, env and reward services on the node's own address,
     and ``workers`` rollout workers that use that node's env and reward (a job's forks stay on one
     env instance, its screenshots next to it). ``store``: the ``HALO_STORE_*`` that reach the head's
-    data from a node (``halo.store.store_env``); ``probe``: the value the head wrote."""
+    data from a node (``halo.store.store_env``); ``probe``: the value the head wrote;
+    ``policy_replicas``: the replica registry's key prefix, when the workers sample from replicas."""
     store = {"HALO_DATA_DIR": data_dir, **(store or {})}
     shared = {"HALO_REDIS_URL": redis_url, **store}
     sites = "http://{host}:{port.sites}"
@@ -90,6 +92,7 @@ def services_plan(
                     "HALO_TRAINER_ENV_URL": env_url,
                     "HALO_TRAINER_REWARD_URL": reward_url,
                     "HALO_TRAINER_POLICY_URL": policy_url,
+                    **({"HALO_TRAINER_POLICY_REPLICAS": policy_replicas} if policy_replicas else {}),
                 },
                 count=workers,
             ),

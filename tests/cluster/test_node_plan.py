@@ -29,6 +29,22 @@ def test_a_plan_is_filled_in_with_the_nodes_address_and_ports() -> None:
     assert workers.argv == (sys.executable, "-m", "halo_trainer.worker")
 
 
+def test_the_workers_sample_from_the_replicas_only_when_the_plan_says_so() -> None:
+    """What the supervisor gives a node's workers with HALO_CLUSTER_POLICY_REPLICAS on: the registry's
+    prefix, which the worker's own settings class takes as its replica pool."""
+    from halo.settings.trainer import TrainerSettings
+
+    def worker_env(**kw) -> dict[str, str]:
+        plan = services_plan(workers=1, redis_url="redis://h:6379/0", policy_url="http://h:8000", data_dir="/d", **kw)
+        return next(p for p in plan.processes if p.name == "worker").env
+
+    assert "HALO_TRAINER_POLICY_REPLICAS" not in worker_env()
+    env = worker_env(policy_replicas="halo:cluster:")
+    assert env["HALO_TRAINER_POLICY_REPLICAS"] == "halo:cluster:"
+    settings = TrainerSettings(_env_file=None, policy_replicas=env["HALO_TRAINER_POLICY_REPLICAS"])
+    assert settings.policy_replicas == "halo:cluster:"
+
+
 def test_an_undefined_placeholder_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match=r"'http://\{host\}:\{port.nope\}' names an undefined placeholder"):
         render("http://{host}:{port.nope}", "h", {"env": 1})

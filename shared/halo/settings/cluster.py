@@ -23,6 +23,11 @@ class ClusterSettings(HaloSettings):
     policy_url: str = Field(
         "http://127.0.0.1:8000", description="vLLM server the rollout nodes' workers sample from (until replicas)"
     )
+    policy_replicas: bool = Field(
+        False,
+        description="The rollout nodes' workers sample from the policy replicas registered under key_prefix "
+        "(HALO_TRAINER_POLICY_REPLICAS on each worker; set it on the trainer too) instead of policy_url",
+    )
     create_deadline_s: float = Field(
         60.0, gt=0, description="How long an actor may take to be placed and start before it is reported, seconds"
     )
