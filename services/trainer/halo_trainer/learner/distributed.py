@@ -52,7 +52,10 @@ class Ranks:
     def from_env(cls) -> Ranks | None:
         """The ranks ``torchrun`` describes (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``); None for one
         process. Starts the process group when the caller has not: NCCL on CUDA, gloo on the CPU."""
-        world = int(os.environ.get("WORLD_SIZE", "1"))
+        text = os.environ.get("WORLD_SIZE", "1")
+        if not text.isdigit():
+            raise ValueError(f"WORLD_SIZE={text!r}: a number of processes (torchrun sets it)")
+        world = int(text)
         if world <= 1:
             return None
         for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):

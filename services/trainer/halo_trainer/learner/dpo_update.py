@@ -68,7 +68,7 @@ class DPOUpdate:
         stats = DPOStats()
         learner.model.train()
         try:
-            for rows in learner._micro_batches(chosen.inputs, range(n)):
+            for rows, counts in learner._my_share(learner._micro_batches(chosen.inputs, range(n))):
                 micro_w, micro_l = chosen.select(rows, learner._merge), rejected.select(rows, learner._merge)
                 logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
                 mask_w = micro_w.inputs.completion_mask.to(device)
@@ -78,8 +78,12 @@ class DPOUpdate:
                 loss, micro_stats = dpo_loss(
                     logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
                 )
+                if not counts:
+                    (loss * 0).backward()  # keeps this rank's collectives in step (learner.distributed)
+                    continue
                 loss.backward()
                 stats = stats.merge(micro_stats)
+            stats = learner._merged_over_ranks(stats)
             grad_norm, lr = learner._optimizer_step(True)
         finally:
             learner.model.eval()

@@ -39,6 +39,10 @@ parts, each in a sibling module: the DPO update (``dpo``, ``dpo_update.DPOUpdate
 model, optimiser and micro-batches, and saving and loading the adapter and the full weights (``weights``,
 ``learner_weights.LearnerWeights``); the batch, its micro-batches and the log-prob call are in
 ``learner_batch``.
+
+Across GPUs (``ranks``, under torchrun): the model is sharded with FSDP2 before the optimiser is
+built, each rank scores its share of the micro-batches, and the gradients are summed over the ranks,
+so an update equals one process's (``distributed``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
+from typing import Any
 
 import torch
 from peft import PeftModel, get_peft_model
@@ -220,6 +225,19 @@ class Learner:
         groups = prompt_groups(inputs, self._merge)
         return group_micro_batches(groups, rows, self.config.micro_batch_size)
 
+    def _my_share(self, micro_batches: list[list[int]]) -> list[tuple[list[int], bool]]:
+        """The micro-batches this process scores, each with whether its loss counts (``distributed.share``)."""
+        if self.ranks is None:
+            return [(rows, True) for rows in micro_batches]
+        return distributed.share(micro_batches, self.ranks)
+
+    def _merged_over_ranks(self, stats: Any) -> Any:
+        """A micro-batch statistics object (``merge``-able) summed over the ranks; itself for one process."""
+        if self.ranks is None:
+            return stats
+        every = distributed.gathered(stats)
+        return functools.reduce(type(stats).merge, every[1:], every[0])
+
     def _packed(self, *inputs: PolicyBatch) -> PolicyBatch | PackedBatch:
         """A micro-batch's inputs as the log-prob function takes them: packed by prompt (on the
         CPU, so that each prompt's pixels travel to the device once) for the grouped path."""
@@ -238,12 +256,7 @@ class Learner:
         self.optimizer.zero_grad(set_to_none=True)
         stats = LossStats()
         loss_total = 0.0
-        micro_batches = self._micro_batches(batch.inputs, rows)
-        if self.ranks is None:
-            mine = [(micro_rows, True) for micro_rows in micro_batches]
-        else:
-            mine = distributed.share(micro_batches, self.ranks)
-        for micro_rows, counts in mine:
+        for micro_rows, counts in self._my_share(self._micro_batches(batch.inputs, rows)):
             micro = self._on_device(batch, micro_rows)
             ref = None
             if cfg.kl_coef > 0:
@@ -277,8 +290,7 @@ class Learner:
 
         if self.ranks is not None:
             loss_total = sum(distributed.gathered(loss_total))
-            every = distributed.gathered(stats)
-            stats = functools.reduce(LossStats.merge, every[1:], every[0])
+            stats = self._merged_over_ranks(stats)
         grad_norm, lr = self._optimizer_step(bool(rows))
         return stats, loss_total, grad_norm, lr
 
