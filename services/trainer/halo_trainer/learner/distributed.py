@@ -3,8 +3,8 @@
 Every rank builds the same ``Learner`` with ``ranks=Ranks.from_env()`` and is given the same batch;
 each scores its share of the update's micro-batches (``share``: round-robin over the micro-batches a
 single process would cut, so a prompt group stays on one rank) and the gradients are summed over
-the ranks, not averaged: the objective's normaliser is the whole batch's (Dr. GRPO's constant), so
-the sum is exactly one process's gradient. AdamW then steps each rank's shard of the parameters.
+the ranks, not averaged: the objective's normaliser is the whole batch's (Dr. GRPO's constant,
+DPO's pair count), so the sum is one process's gradient up to the order of the additions. AdamW then steps each rank's shard of the parameters.
 
 FSDP2 gathers a unit's parameters in the unit's forward. ``halo_model`` calls the model's parts
 (``core.model``, ``language_model``, ``lm_head``) rather than the model as a whole, and Qwen3-VL
@@ -13,7 +13,7 @@ a unit of its own (``shard``), every decoder layer and vision block too, so that
 parameters at a time are whole on a rank; ``core.model``, whose forward runs first, is their root.
 
 Collectives need every rank to make the same calls: a rank with fewer micro-batches than another
-runs one of its micro-batches again with its loss times zero (``share`` says which), and
+runs the update's first micro-batch again with its loss times zero (``share`` says which), and
 ``Learner.logprobs``, ``trainable_state``, ``weights.save_adapter`` and checkpoints are collective
 (every rank calls them; rank 0 alone writes files).
 """
