@@ -19,6 +19,11 @@ file (temp file, fsync, ``os.replace``, fsync). ``latest`` is the commit point: 
 does not name was never committed. ``load_latest`` trusts ``latest`` when the directory it names
 verifies against its manifest, and otherwise falls back to the newest directory that does; temp
 directories and directories without a valid manifest are never loaded. One writer per root.
+
+A learner across ranks (``learner.ranks``) checkpoints with every rank calling ``save``: the adapter
+and AdamW's state are gathered whole, rank 0 writes them in the one-process format and the others
+return the checkpoint it committed; ``restore`` cuts each rank's shard from the whole tensors, so a
+checkpoint resumes on any number of ranks (``halo_trainer.learner.distributed``).
 """
 
 from __future__ import annotations
