@@ -25,8 +25,8 @@ from halo_trainer import keys
 from halo_trainer.api.app import create_app
 from halo_trainer.api.guard import bearer
 from halo_trainer.api.runs import RunManager
-from tests.trainer.stand_ins import EnvStandIn
 from tests.trainer.observe.test_viewer_routes import write_run
+from tests.trainer.stand_ins import EnvStandIn
 
 TOKEN = "guard-token"
 OWN = "http://127.0.0.1:8400"  # the address the requests go to: Host 127.0.0.1:8400

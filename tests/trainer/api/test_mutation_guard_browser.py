@@ -35,9 +35,9 @@ from halo.settings.trainer import TrainerSettings
 from halo_trainer import keys
 from halo_trainer.api.app import create_app
 from halo_trainer.api.runs import RunManager
+from tests.trainer.observe.test_viewer_routes import write_run
 from tests.trainer.serve_app import serve
 from tests.trainer.stand_ins import EnvStandIn
-from tests.trainer.observe.test_viewer_routes import write_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHROMIUM = "/usr/bin/chromium"

@@ -9,8 +9,8 @@ import pytest
 from halo.schemas.search_settings import MCTSConfig
 from halo_trainer.search_baselines.arms import go_explore_arm, mcts_arm, paired, sampling_arm, spent_or_succeeded
 from tests.script_module import load_script
-from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 from tests.trainer.search_baselines.test_go_explore import PRESS, SUCCESS, MilestoneReward, SnapshotEnv
+from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 
 
 def job():
