@@ -30,14 +30,21 @@ from pathlib import Path
 
 from halo.cli.knob_options import add_knob_arguments
 from halo.clients import EnvClient, RewardClient
-from halo.schemas import EpisodeGroupJob, PolicyVersion
+from halo.schemas import PolicyVersion
 from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, sampling_for
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.rollout.play import Services
 from halo_trainer.rollout.services import policy_client
-from halo_trainer.search_baselines.arms import go_explore_arm, mcts_arm, paired, sampling_arm, spent_or_succeeded
+from halo_trainer.search_baselines.arms import (
+    episode_job,
+    go_explore_arm,
+    mcts_arm,
+    paired,
+    sampling_arm,
+    spent_or_succeeded,
+)
 
 
 def parse_mcts_arm(text: str, base: dict) -> tuple[str, MCTSConfig]:
@@ -86,21 +93,6 @@ def report(rows: list[dict], arms: list[str], budget: int) -> dict:
     return out
 
 
-def job_of(run_id: str, task: str, seed: int, version: PolicyVersion, args, sampling) -> EpisodeGroupJob:
-    return EpisodeGroupJob(
-        job_id=f"{run_id}-{task}-{seed}",
-        run_id=run_id,
-        task_id=task,
-        group_id=f"{run_id}-{task}-{seed}",
-        group_size=1,
-        policy=version,
-        temperature=args.temperature,
-        seed=seed,
-        max_steps=args.max_depth,
-        sampling=sampling,
-    )
-
-
 async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arms: list[str]) -> dict:
     settings = TrainerSettings()
     run_id = f"ceiling-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -121,7 +113,7 @@ async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arm
         async with env.hold_lease(run_id):
             for task in args.task:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
-                    job = job_of(run_id, task, seed, version, args, sampling)
+                    job = episode_job(run_id, task, seed, version, args.temperature, args.max_depth, sampling)
                     for arm in arms:
                         if arm == "sampling":
                             row = await sampling_arm(svc, job, budget)

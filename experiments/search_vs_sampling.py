@@ -40,42 +40,9 @@ from halo_trainer.mcts.search import search
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.rollout.play import Services, play_episode
 from halo_trainer.rollout.services import policy_client
+from halo_trainer.search_baselines.arms import episode_job, sampling_arm
 
 PILOT_SEED = 100_000  # the pilot's seeds: none of the main run's
-
-
-def job_of(
-    run_id: str, task: str, seed: int, version: PolicyVersion, args: argparse.Namespace, sampling
-) -> EpisodeGroupJob:
-    """One sampled episode's job of ``task`` at ``seed``: the run's temperature, the search's horizon."""
-    return EpisodeGroupJob(
-        job_id=f"{run_id}-{task}-{seed}",
-        run_id=run_id,
-        task_id=task,
-        group_id=f"{run_id}-{task}-{seed}",
-        group_size=1,
-        policy=version,
-        temperature=args.temperature,
-        seed=seed,
-        max_steps=args.max_depth,
-        sampling=sampling,
-    )
-
-
-async def sampled_within(svc: Services, job: EpisodeGroupJob, budget: int, max_episodes: int) -> dict:
-    """Sampled episodes until ``budget`` env steps are used or one succeeds."""
-    used = episodes = 0
-    success = False
-    while used < budget and episodes < max_episodes and not success:
-        transitions, summary = await play_episode(svc, job, episodes)
-        steps = sum(t.action is not None for t in transitions)
-        episodes += 1
-        if used + steps > budget:
-            used = budget
-            break
-        used += steps
-        success = bool(summary.success)
-    return {"success": success, "episodes": episodes, "env_steps": used}
 
 
 async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir: Path, max_episodes: int) -> dict:
@@ -86,7 +53,7 @@ async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir:
     budget = found.tree.record.env_steps
     sampled_job = job.model_copy(update={"job_id": f"{job.job_id}-sampled"})
     started = time.perf_counter()
-    sampled = await sampled_within(svc, sampled_job, budget, max_episodes)
+    sampled = await sampling_arm(svc, sampled_job, budget, max_episodes)
     return {
         "task": job.task_id,
         "seed": job.seed,
@@ -96,7 +63,7 @@ async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir:
         "mcts_nodes": len(found.tree.record.nodes),
         "mcts_s": round(searched_s, 1),
         "reentry_mismatches": found.reentry_mismatches,
-        "sampled_success": sampled["success"],
+        "sampled_success": sampled["seen"],
         "sampled_episodes": sampled["episodes"],
         "sampled_env_steps": sampled["env_steps"],
         "sampled_s": round(time.perf_counter() - started, 1),
@@ -197,12 +164,12 @@ async def compare(args: argparse.Namespace, pilot: int = 0) -> dict:
         async with env.hold_lease(run_id):
             pilot_rows = []
             for task in tasks if pilot else []:
-                job = job_of(run_id, task, 0, version, args, sampling)
+                job = episode_job(run_id, task, 0, version, args.temperature, args.max_depth, sampling)
                 pilot_rows.append(await pilot_task(svc, job, pilot, cfg.env_step_budget))
                 print(json.dumps(pilot_rows[-1]), file=sys.stderr, flush=True)
             for task in tasks if not pilot else []:
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
-                    job = job_of(run_id, task, seed, version, args, sampling)
+                    job = episode_job(run_id, task, seed, version, args.temperature, args.max_depth, sampling)
                     row = await measure(svc, job, cfg, run_dir, args.max_episodes)
                     rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from halo_trainer.search_baselines.arms import sampling_arm
 from tests.script_module import load_script
 from tests.trainer.mcts.search_stand_ins import (
     SUCCESS,
@@ -37,19 +38,19 @@ def _script():
 
 
 async def test_sampled_episodes_stay_within_the_search_budget():
-    sampled_within = _script().sampled_within
+    # The script's sampled arm is the comparisons' one sampling arm.
     job = job_for(kind="train_episode_group", group_size=1, max_steps=2)
     # clicks only: each episode is cut at 2 steps; the third would pass a budget of 5 and does not count
     env = EnvStandIn()
-    out = await sampled_within(services(env=env, policy=PolicyStandIn(lambda n, i: [click(100)])), job, 5, 50)
-    assert out == {"success": False, "episodes": 3, "env_steps": 5}
+    out = await sampling_arm(services(env=env, policy=PolicyStandIn(lambda n, i: [click(100)])), job, 5, 50)
+    assert (out["seen"], out["episodes"], out["env_steps"]) == (False, 3, 5)
     assert env.sessions == {}
     # a success ends the search for one
-    out = await sampled_within(services(policy=PolicyStandIn(lambda n, i: [SUCCESS])), job, 5, 50)
-    assert out == {"success": True, "episodes": 1, "env_steps": 1}
+    out = await sampling_arm(services(policy=PolicyStandIn(lambda n, i: [SUCCESS])), job, 5, 50)
+    assert (out["seen"], out["episodes"], out["env_steps"]) == (True, 1, 1)
     # answers that never parse take no env step: bounded by max_episodes
-    out = await sampled_within(services(policy=PolicyStandIn(lambda n, i: [None])), job, 5, 4)
-    assert out == {"success": False, "episodes": 4, "env_steps": 0}
+    out = await sampling_arm(services(policy=PolicyStandIn(lambda n, i: [None])), job, 5, 4)
+    assert (out["seen"], out["episodes"], out["env_steps"]) == (False, 4, 0)
 
 
 @pytest.mark.parametrize(

@@ -19,13 +19,38 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from halo.schemas import EpisodeGroupJob
+from halo.schemas import EpisodeGroupJob, PolicyVersion, SamplingParams
 from halo.schemas.search_settings import MCTSConfig
 from halo_trainer.evaluation.matrix import replay_path
 from halo_trainer.evaluation.stats import exact_mcnemar
 from halo_trainer.mcts.search import search
 from halo_trainer.rollout.play import Services, play_episode
 from halo_trainer.search_baselines.go_explore import go_explore
+
+
+def episode_job(
+    run_id: str,
+    task: str,
+    seed: int,
+    version: PolicyVersion,
+    temperature: float,
+    max_steps: int,
+    sampling: SamplingParams,
+) -> EpisodeGroupJob:
+    """One comparison's job of ``task`` at ``seed``: one episode a group, the run's temperature and
+    the search's horizon, so every arm plays the same job."""
+    return EpisodeGroupJob(
+        job_id=f"{run_id}-{task}-{seed}",
+        run_id=run_id,
+        task_id=task,
+        group_id=f"{run_id}-{task}-{seed}",
+        group_size=1,
+        policy=version,
+        temperature=temperature,
+        seed=seed,
+        max_steps=max_steps,
+        sampling=sampling,
+    )
 
 
 async def sampling_arm(svc: Services, job: EpisodeGroupJob, budget: int, max_episodes: int = 1000) -> dict:
