@@ -36,6 +36,7 @@ from threading import Thread
 from halo.settings.policy import PolicySettings
 from halo_model.resolution import resolve_model
 from halo_policy.capabilities import Advertiser
+from halo_policy.replica import ReplicaConfigError, Sidecar, sidecar_plan
 
 logger = logging.getLogger("halo.policy.server")
 
@@ -174,6 +175,12 @@ def serve(settings: PolicySettings | None = None) -> int:
     except Exception as exc:
         logger.error("could not prepare the model: %s: %s", type(exc).__name__, exc)
         return 2
+    try:
+        plan = sidecar_plan(settings)
+    except ReplicaConfigError as exc:
+        logger.error("%s", exc)
+        return 2
+    sidecar = Sidecar(plan) if plan else None
     cmd = build_command(settings, model)
     logger.info("starting vLLM (%s target): %s", settings.target, " ".join(cmd))
     proc = subprocess.Popen(
@@ -188,6 +195,8 @@ def serve(settings: PolicySettings | None = None) -> int:
     def stop(signum: int, _frame: object) -> None:
         stopping.append(signum)
         logger.info("signal %d: stopping vLLM", signum)
+        if sidecar is not None:  # out of the registry before the replica stops answering
+            sidecar.signal_stop()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
 
@@ -210,7 +219,11 @@ def serve(settings: PolicySettings | None = None) -> int:
         settings.served_model_name,
         settings.target,
     )
-    code = proc.wait()
+    if sidecar is not None and not stopping:
+        sidecar.start()
+    code = _wait(proc, sidecar)
+    if sidecar is not None:
+        sidecar.stop()
     advertiser.stop()
     pump.join(timeout=5)
     if stopping:
@@ -219,6 +232,16 @@ def serve(settings: PolicySettings | None = None) -> int:
     last = "\n".join(list(tail)[-15:])
     logger.error("vLLM exited with code %s without being asked to stop\n--- last vLLM output ---\n%s", code, last)
     return code if code and code > 0 else 1
+
+
+def _wait(proc: subprocess.Popen, sidecar: Sidecar | None) -> int:
+    """vLLM's exit code, keeping the sidecar (if any) alive meanwhile."""
+    while True:
+        try:
+            return proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            if sidecar is not None:
+                sidecar.check()
 
 
 def _terminate(proc: subprocess.Popen, grace_s: float = 15.0) -> None:

@@ -90,6 +90,20 @@ class PolicySettings(HaloSettings):
         "those keys); None = off",
     )
 
+    # --- as one policy replica of a cluster (docs/cluster.md, "Policy replicas") -------------------
+    replica_id: str | None = Field(
+        None,
+        description="Register this server as a policy replica under this id (unique in the cluster): the launcher "
+        "starts its sidecar (`python -m halo_cluster replica`, Redis at HALO_REDIS_URL) once vLLM is warm and "
+        "stops it with vLLM; None = one box, no sidecar",
+    )
+    replica_url: str | None = Field(
+        None, description="The URL the replica registers, as the workers reach it; None = http://<host>:<port>"
+    )
+    replica_prefix: str = Field(
+        "halo:cluster:", description="Redis key prefix of the replica registry (the cluster's HALO_CLUSTER_KEY_PREFIX)"
+    )
+
     # --- client --------------------------------------------------------------------------------
     url: str | None = Field(None, description="Base URL the client calls; None = http://<host>:<port>")
     structured_outputs: StructuredMode | None = Field(
