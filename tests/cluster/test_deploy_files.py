@@ -29,6 +29,7 @@ VARIABLES = {
     "HALO_NODE_NAME": "node2",
     "HALO_CLUSTER_REDIS_URL": "redis://:redis-pass@10.0.0.1:6379/0",
 }
+PREFIX = "halo:cluster:"  # the replica registry's, on the head and every node
 
 
 def config(tmp_path: Path, file: Path, **variables: str) -> dict:
@@ -77,12 +78,13 @@ def test_the_head_file_resolves_to_redis_the_ray_head_its_supervisor_and_the_tra
     assert command(services["supervisor"]) == ["python", "-m", "halo_cluster", "supervise"]
     assert (sup["HALO_CLUSTER_HEAD_IP"], sup["HALO_CLUSTER_RAY_PORT"]) == ("10.0.0.1", "6380")
     assert (sup["HALO_CLUSTER_ROLLOUT_NODES"], sup["HALO_CLUSTER_WORKERS_PER_NODE"]) == ("2", "4")
-    assert sup["HALO_CLUSTER_POLICY_URL"] == "http://10.0.0.2:8000"
+    # The nodes' workers and the trainer sample from the replicas the node files register, under one prefix.
+    assert (sup["HALO_CLUSTER_POLICY_REPLICAS"], sup["HALO_CLUSTER_KEY_PREFIX"]) == ("true", PREFIX)
     assert (sup["HALO_STORE_BACKEND"], sup["HALO_STORE_HEAD_URL"]) == ("shared_fs", "http://10.0.0.1:6381")
     trainer = env(services["trainer"])
     assert (trainer["HALO_TRAINER_HOST"], trainer["HALO_TRAINER_PORT"]) == ("10.0.0.1", "8400")
     assert trainer["HALO_TRAINER_API_TOKEN"] == "api-token"
-    assert trainer["HALO_TRAINER_POLICY_URL"] == "http://10.0.0.2:8000"
+    assert trainer["HALO_TRAINER_POLICY_REPLICAS"] == PREFIX
     assert trainer["HALO_TRAINER_ROLLOUT_WORKERS"] == "0"
     _settings_accept(sup, "halo.settings.cluster", "ClusterSettings")
     _settings_accept(sup, "halo.settings.store", "StoreSettings")
@@ -97,9 +99,9 @@ def test_the_head_serves_its_data_with_the_cluster_token_in_the_http_profile(tmp
     _settings_accept(e, "halo.settings.store", "StoreSettings")
 
 
-def test_the_node_file_resolves_to_a_ray_worker_a_policy_replica_and_its_sidecar(tmp_path: Path) -> None:
+def test_the_node_file_resolves_to_a_ray_worker_and_a_policy_replica_that_starts_its_sidecar(tmp_path: Path) -> None:
     services = config(tmp_path, NODE)
-    assert sorted(services) == ["policy", "replica", "rollout-node"]
+    assert sorted(services) == ["policy", "rollout-node"]
     assert {s.get("network_mode") for s in services.values()} == {"host"}
     node = services["rollout-node"]
     assert node["build"]["dockerfile"] == "Dockerfile.env"
@@ -124,8 +126,11 @@ def test_the_node_file_resolves_to_a_ray_worker_a_policy_replica_and_its_sidecar
     )
     assert policy["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "1"
     _settings_accept(policy, "halo.settings.policy", "PolicySettings")
-    assert command(services["replica"]) == [
-        "python",
+    # The launcher starts the sidecar itself: the plan it makes from exactly these values.
+    assert (policy["HALO_POLICY_REPLICA_ID"], policy["HALO_POLICY_REPLICA_PREFIX"]) == ("node2-gpu0", PREFIX)
+    assert policy["HALO_REDIS_URL"] == "redis://:redis-pass@10.0.0.1:6379/0"
+    argv, sidecar_env = _planned_sidecar(policy)
+    assert argv[1:] == [
         "-m",
         "halo_cluster",
         "replica",
@@ -136,8 +141,12 @@ def test_the_node_file_resolves_to_a_ray_worker_a_policy_replica_and_its_sidecar
         "--max-loras",
         "4",
     ]
-    assert env(services["replica"]) == {"HALO_REDIS_URL": "redis://:redis-pass@10.0.0.1:6379/0"}
-    _cli_accepts([sys.executable, "-m", "halo_cluster", "replica"], command(services["replica"])[4:])
+    assert sidecar_env["HALO_REDIS_URL"] == "redis://:redis-pass@10.0.0.1:6379/0"
+    assert sidecar_env["HALO_CLUSTER_KEY_PREFIX"] == PREFIX
+    _cli_accepts([sys.executable, "-m", "halo_cluster", "replica"], argv[4:])
+    _settings_accept(sidecar_env, "halo.settings.cluster", "ClusterSettings")
+    other = env(config(tmp_path, NODE, HALO_NODE_POLICY_GPU="3", HALO_NODE_MAX_LORAS="6")["policy"])
+    assert (other["HALO_POLICY_REPLICA_ID"], other["HALO_POLICY_MAX_LORAS"]) == ("node2-gpu3", "6")
 
 
 @pytest.mark.parametrize(
@@ -191,6 +200,21 @@ def test_the_sbatch_example_runs_only_halo_commands_that_exist() -> None:
     halo = str(Path(sys.executable).parent / "halo")
     for group, cmd, rest in calls:
         _cli_accepts([halo, group, cmd], rest.split())
+
+
+def _planned_sidecar(environment: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The sidecar command and environment the policy launcher plans under ``environment`` alone."""
+    import json
+
+    code = (
+        "import os, sys, json; os.environ.clear(); os.environ.update(json.loads(sys.argv[1])); "
+        "from halo.settings.policy import PolicySettings; from halo_policy.replica import sidecar_plan; "
+        "plan = sidecar_plan(PolicySettings(_env_file=None)); print(json.dumps([plan.argv, plan.env]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code, json.dumps(environment)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-800:]
+    argv, planned = json.loads(result.stdout)
+    return argv, planned
 
 
 def _cli_accepts(argv: list[str], args: list[str]) -> None:
