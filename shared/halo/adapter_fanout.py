@@ -13,6 +13,13 @@ and not retired, ``<prefix>versions``) before it registers, so no job is routed 
 lacks the version it asks for. ``max_loras`` is checked against the versions kept: a publish that
 would make a replica hold more adapters than it can is refused with the numbers, not left to fail
 on a replica later.
+
+A replica whose machine does not see the head's data folder (``fetches_adapters``: the store is
+``http``) cannot open the head's path. For it the fan-out sends the folder's store key to the
+replica's sidecar through Redis (``<prefix>loads:<id>``, a ``AdapterLoadRequest``); the sidecar
+fetches the folder with ``halo.store`` into its own data folder and loads that local copy
+(``serve_loads``), then answers. The sidecar's own ``join`` fetches the same way. The key is the
+path relative to the head's data folder (``data_root``), kept per version in ``<prefix>version_keys``.
 """
 
 from __future__ import annotations
@@ -20,10 +27,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from halo.policy_replicas import SERVICE, ReplicaPool, ReplicaRegistry, _s
-from halo.schemas.cluster import FanoutResult, ReplicaRecord
-from halo.transport import CallError, NotFound, ServiceRejected
+from halo.schemas.cluster import AdapterLoadReply, AdapterLoadRequest, FanoutResult, ReplicaRecord
+from halo.store.base import StoreError, clean
+from halo.transport import CallError, NotFound, ServiceRejected, ServiceUnavailable
 
 logger = logging.getLogger("halo.adapter_fanout")
 
@@ -33,13 +44,41 @@ class TooManyVersions(ServiceRejected):
 
 
 class AdapterFanout:
-    def __init__(self, pool: ReplicaPool) -> None:
+    """``data_root``: the head's data folder (the publisher's side), to name an adapter by its store
+    key; ``fetch``: store key -> local folder (a fetching replica's sidecar), to load local copies."""
+
+    def __init__(
+        self,
+        pool: ReplicaPool,
+        *,
+        data_root: Path | None = None,
+        fetch: Callable[[str], Awaitable[Path]] | None = None,
+        load_timeout_s: float = 300.0,
+    ) -> None:
         self.pool = pool
         self.registry: ReplicaRegistry = pool.registry
+        self.data_root, self.fetch, self.load_timeout_s = data_root, fetch, load_timeout_s
 
     @property
     def _versions_key(self) -> str:
         return f"{self.registry.prefix}versions"
+
+    @property
+    def _keys_key(self) -> str:
+        return f"{self.registry.prefix}version_keys"
+
+    def store_key(self, path: str) -> str:
+        """``path`` relative to the head's data folder; ``ServiceRejected`` saying why when it is not."""
+        if self.data_root is None:
+            raise ServiceRejected(SERVICE, f"{path}: no data folder given to name it in the store (data_root)")
+        try:
+            return clean(Path(path).resolve().relative_to(Path(self.data_root).resolve()).as_posix())
+        except ValueError:
+            raise ServiceRejected(
+                SERVICE,
+                f"the adapter folder {path} is outside the head's data folder {self.data_root}, so a replica "
+                "without the shared filesystem cannot fetch it",
+            ) from None
 
     async def versions(self) -> dict[str, str]:
         """The live versions: name -> adapter path, as every replica must serve them."""
@@ -53,8 +92,22 @@ class AdapterFanout:
         response = await self.pool.transport(replica.url).request("GET", "/v1/models", timeout_s=10.0)
         return {str(m["id"]) for m in response.json().get("data", [])}
 
-    async def _load(self, replica: ReplicaRecord, name: str, path: str) -> float:
+    async def _load(self, replica: ReplicaRecord, name: str, path: str, key: str | None = None) -> float:
         started = time.perf_counter()
+        if replica.fetches_adapters:
+            if key is None:
+                raise ServiceRejected(
+                    SERVICE, f"{name} has no store key, so replica {replica.replica_id} cannot fetch it"
+                )
+            if self.fetch is None:  # the publisher: the replica's sidecar fetches and loads
+                await self._ask_sidecar(replica, name, key)
+                return time.perf_counter() - started
+            try:  # the sidecar itself: load the local copy
+                path = str(await self.fetch(key))
+            except (StoreError, OSError, ValueError) as exc:
+                raise ServiceUnavailable(
+                    SERVICE, f"replica {replica.replica_id} could not fetch {name} ({key}) from the store: {exc}"
+                ) from None
         try:
             await self.pool.transport(replica.url).request(
                 "POST", "/v1/load_lora_adapter", json={"lora_name": name, "lora_path": path}, retry=False
@@ -64,6 +117,55 @@ class AdapterFanout:
             if name not in await self.served(replica):
                 raise
         return time.perf_counter() - started
+
+    def _loads_key(self, replica_id: str) -> str:
+        return f"{self.registry.prefix}loads:{replica_id}"
+
+    async def _ask_sidecar(self, replica: ReplicaRecord, name: str, key: str) -> None:
+        redis = self.registry.redis
+        request = AdapterLoadRequest(
+            request_id=uuid.uuid4().hex, name=name, key=key, deadline=time.time() + self.load_timeout_s
+        )
+        queue, reply_key = self._loads_key(replica.replica_id), f"{self.registry.prefix}loaded:{request.request_id}"
+        async with redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(queue, request.model_dump_json())
+            pipe.expire(queue, int(self.load_timeout_s) + 60)  # a dead sidecar's queue does not stay
+            await pipe.execute()
+        answer = await redis.blpop([reply_key], timeout=self.load_timeout_s)
+        if answer is None:
+            raise ServiceUnavailable(
+                SERVICE,
+                f"the sidecar of replica {replica.replica_id} did not fetch and load {name} ({key}) within "
+                f"{self.load_timeout_s:.0f} s",
+            )
+        reply = AdapterLoadReply.model_validate_json(answer[1])
+        if reply.error:
+            raise ServiceRejected(
+                SERVICE, f"replica {replica.replica_id} could not load {name} from the store: {reply.error}"
+            )
+
+    async def serve_loads(self, record: ReplicaRecord, stop: Callable[[], bool], poll_s: float = 1.0) -> None:
+        """A fetching replica's sidecar: fetch and load what the fan-out asks, until ``stop()``."""
+        redis, queue = self.registry.redis, self._loads_key(record.replica_id)
+        while not stop():
+            item = await redis.blpop([queue], timeout=poll_s)
+            if item is None:
+                continue
+            request = AdapterLoadRequest.model_validate_json(item[1])
+            if request.deadline < time.time():
+                continue  # nobody waits for it any more (asked while this sidecar was down)
+            started, error = time.perf_counter(), ""
+            try:
+                await self._load(record, request.name, "", request.key)
+            except CallError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                logger.warning("replica %s could not load %s: %s", record.replica_id, request.name, error)
+            reply = AdapterLoadReply(request_id=request.request_id, error=error, seconds=time.perf_counter() - started)
+            reply_key = f"{self.registry.prefix}loaded:{request.request_id}"
+            async with redis.pipeline(transaction=True) as pipe:
+                pipe.rpush(reply_key, reply.model_dump_json())
+                pipe.expire(reply_key, 60)
+                await pipe.execute()
 
     async def publish(self, name: str, path: str) -> FanoutResult:
         """Load ``name`` on every live replica; current only when every live replica lists it."""
@@ -79,7 +181,18 @@ class AdapterFanout:
                 f"keeping {len(kept)} adapter versions but replica {tightest.replica_id} serves at most "
                 f"{tightest.max_loras} (max_loras): retire versions first or raise max_loras",
             )
-        loads = await asyncio.gather(*(self._load(r, name, path) for r in replicas), return_exceptions=True)
+        key, key_problem = None, None
+        try:
+            key = self.store_key(path)
+        except ServiceRejected as exc:
+            key_problem = exc  # only a replica that fetches needs the key
+
+        async def load(replica: ReplicaRecord) -> float:
+            if replica.fetches_adapters and key_problem is not None:
+                raise key_problem
+            return await self._load(replica, name, path, key)
+
+        loads = await asyncio.gather(*(load(r) for r in replicas), return_exceptions=True)
         per_replica, missing = {}, {}
         for replica, outcome in zip(replicas, loads, strict=True):
             if isinstance(outcome, BaseException):
@@ -99,6 +212,8 @@ class AdapterFanout:
         if current:
             async with self.registry.redis.pipeline(transaction=True) as pipe:
                 pipe.hset(self._versions_key, name, path)
+                if key is not None:
+                    pipe.hset(self._keys_key, name, key)
                 pipe.set(f"{self.registry.prefix}current", name)
                 await pipe.execute()
         else:
@@ -115,6 +230,7 @@ class AdapterFanout:
     async def retire(self, name: str) -> None:
         """A version no rollout may use any more: out of the live set first, then unloaded everywhere."""
         await self.registry.redis.hdel(self._versions_key, name)
+        await self.registry.redis.hdel(self._keys_key, name)
         for replica in await self.registry.live():
             try:
                 await self.pool.transport(replica.url).request(
@@ -130,6 +246,7 @@ class AdapterFanout:
         (a full-weights sync: those adapters were trained on weights a restarted replica lacks)."""
         if names:
             await self.registry.redis.hdel(self._versions_key, *names)
+            await self.registry.redis.hdel(self._keys_key, *names)
 
     async def join(self, record: ReplicaRecord) -> list[str]:
         """Register a replica that starts late or restarted, after loading every live version it lacks
@@ -141,7 +258,8 @@ class AdapterFanout:
                 f"{len(versions)} live adapter versions but replica {record.replica_id} serves at most {record.max_loras}",
             )
         lacking = sorted(set(versions) - await self.served(record))
+        keys = {_s(k): _s(v) for k, v in (await self.registry.redis.hgetall(self._keys_key)).items()}
         for name in lacking:
-            await self._load(record, name, versions[name])
+            await self._load(record, name, versions[name], keys.get(name))
         await self.registry.register(record.model_copy(update={"adapters": sorted(versions)}))
         return lacking

@@ -25,6 +25,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -55,6 +56,7 @@ class ReplicatedPolicyClient(PolicyClient):
         *,
         sticky_ttl_s: int = 3600,
         timeout_s: float = 120.0,
+        data_root: Path | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(UNUSED_URL, base_model, timeout_s=timeout_s, **kwargs)
@@ -65,7 +67,7 @@ class ReplicatedPolicyClient(PolicyClient):
         self.pool = ReplicaPool(
             self.registry, transport=lambda url: Transport(SERVICE, url, max_retries=0, timeout_s=timeout_s)
         )
-        self.fanout = AdapterFanout(self.pool)
+        self.fanout = AdapterFanout(self.pool, data_root=data_root)
         self.last_fanout: FanoutResult | None = None
 
     @property

@@ -113,10 +113,19 @@ def replica(
     from halo.adapter_fanout import AdapterFanout
     from halo.policy_replicas import ReplicaPool, ReplicaRegistry
     from halo.schemas.cluster import ReplicaRecord
+    from halo.settings.store import StoreSettings
+    from halo.store import open_store
     from halo_cluster.replica_sidecar import run_sidecar
 
     setup_logging("halo_cluster")
     settings = ClusterSettings()
+    try:
+        # With the http store this machine lacks the head's folder: adapters are fetched, then loaded.
+        store_settings = StoreSettings()
+        store = open_store(store_settings)
+    except ValueError as exc:
+        fail(str(exc))
+    fetches = store_settings.backend == "http"
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
 
@@ -126,9 +135,10 @@ def replica(
         client = aioredis.from_url(settings.redis_url)
         registry = ReplicaRegistry(client, settings.key_prefix, ttl_s=settings.replica_ttl_s)
         pool = ReplicaPool(registry)
-        record = ReplicaRecord(replica_id=replica_id, url=url, max_loras=max_loras)
+        record = ReplicaRecord(replica_id=replica_id, url=url, max_loras=max_loras, fetches_adapters=fetches)
+        fanout = AdapterFanout(pool, fetch=lambda key: asyncio.to_thread(store.local_dir, key))
         try:
-            await run_sidecar(AdapterFanout(pool), record, settings.replica_heartbeat_s, lambda: bool(stopping))
+            await run_sidecar(fanout, record, settings.replica_heartbeat_s, lambda: bool(stopping))
         finally:
             await pool.aclose()
             await client.aclose()

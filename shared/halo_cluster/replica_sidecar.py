@@ -10,12 +10,17 @@ Each beat asks the replica for ``/v1/models``:
   so no job is routed to it meanwhile;
 - it does not answer: it is deregistered; it joins again once it answers.
 
+A replica whose machine does not see the head's data folder (``record.fetches_adapters``, the store
+is ``http``) also serves the fan-out's load requests meanwhile: it fetches each adapter folder from
+the store into this machine's data folder and loads that copy (``AdapterFanout.serve_loads``).
+
 No Ray here: a replica is a plain HTTP server, whoever started it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -51,9 +56,16 @@ async def beat_once(fanout: AdapterFanout, record: ReplicaRecord, joined: bool) 
 
 async def run_sidecar(fanout: AdapterFanout, record: ReplicaRecord, every_s: float, stop: Callable[[], bool]) -> None:
     joined = False
+    loads = asyncio.create_task(fanout.serve_loads(record, stop)) if record.fetches_adapters else None
     try:
         while not stop():
+            if loads is not None and loads.done():
+                loads.result()  # it failed (Redis lost): fail the sidecar, whose owner restarts it
             joined = await beat_once(fanout, record, joined)
             await asyncio.sleep(every_s)
     finally:
+        if loads is not None:
+            loads.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loads
         await fanout.registry.deregister(record.replica_id)

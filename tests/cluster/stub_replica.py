@@ -8,7 +8,8 @@ prompt's token ids, so the trainer's ``PolicyClient.sample_actions`` reads it as
 ``--answer-as NAME`` makes it answer every request (every K-th with ``--wrong-every K``) from NAME
 whatever was asked: the replica that silently serves another version, which the client must catch.
 ``--fail-loads`` makes every adapter load fail (500) while the rest works: a replica a version
-cannot reach.
+cannot reach. ``--only-under DIR`` is a replica on a machine whose only files are under DIR: a load
+whose ``lora_path`` is elsewhere, or holds no ``adapter_config.json``, fails with 400 as vLLM's does.
 
 ``python -m tests.cluster.stub_replica --port P [--latency-ms 30] [--load-ms 200] [--max-loras 4]
 [--base tiny-base]``
@@ -31,6 +32,7 @@ def build_app(
     base: str = BASE,
     wrong_every: int = 1,
     fail_loads: bool = False,
+    only_under: str = "",
 ):
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
@@ -59,6 +61,12 @@ def build_app(
             return error(400, f"The lora adapter '{name}' has already been loaded.")
         if len(adapters) >= max_loras:
             return error(400, f"max_loras={max_loras} adapters already loaded")
+        if only_under:
+            from pathlib import Path
+
+            path = Path(body["lora_path"]).resolve()
+            if not path.is_relative_to(Path(only_under).resolve()) or not (path / "adapter_config.json").is_file():
+                return error(400, f"No adapter found for {body['lora_path']}")
         await asyncio.sleep(load_ms / 1000)
         adapters[name] = body["lora_path"]
         return f"Success: LoRA adapter '{name}' added successfully."
@@ -101,9 +109,17 @@ def main() -> None:
     parser.add_argument("--base", default=BASE, help="the base model's served name")
     parser.add_argument("--wrong-every", type=int, default=1)
     parser.add_argument("--fail-loads", action="store_true")
+    parser.add_argument("--only-under", default="", help="the only folder this replica's machine has")
     args = parser.parse_args()
     app = build_app(
-        args.latency_ms, args.load_ms, args.max_loras, args.answer_as, args.base, args.wrong_every, args.fail_loads
+        args.latency_ms,
+        args.load_ms,
+        args.max_loras,
+        args.answer_as,
+        args.base,
+        args.wrong_every,
+        args.fail_loads,
+        args.only_under,
     )
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 

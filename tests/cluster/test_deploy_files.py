@@ -147,6 +147,12 @@ def test_the_node_file_resolves_to_a_ray_worker_and_a_policy_replica_that_starts
     _settings_accept(sidecar_env, "halo.settings.cluster", "ClusterSettings")
     other = env(config(tmp_path, NODE, HALO_NODE_POLICY_GPU="3", HALO_NODE_MAX_LORAS="6")["policy"])
     assert (other["HALO_POLICY_REPLICA_ID"], other["HALO_POLICY_MAX_LORAS"]) == ("node2-gpu3", "6")
+    # The sidecar's store: the mounted folder by default, the head's data server with the http backend.
+    assert sidecar_env["HALO_STORE_BACKEND"] == "shared_fs"
+    _, fetching = _planned_sidecar(env(config(tmp_path, NODE, HALO_STORE_BACKEND="http")["policy"]))
+    assert (fetching["HALO_STORE_BACKEND"], fetching["HALO_STORE_HEAD_URL"]) == ("http", "http://10.0.0.1:6381")
+    assert (fetching["HALO_STORE_TOKEN"], fetching["HALO_DATA_DIR"]) == ("cluster-token", "/data")
+    _settings_accept(fetching, "halo.settings.store", "StoreSettings")
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,24 @@ class ReplicaRecord(Message):
     max_loras: int = Field(..., ge=1)
     adapters: list[str] = Field(default_factory=list)  # what it served at its last heartbeat
     registered_at: float = 0.0
+    # Its machine does not see the head's data folder (the store is ``http``): its sidecar fetches an
+    # adapter folder from the store and loads the local copy, so the fan-out asks the sidecar to load.
+    fetches_adapters: bool = False
+
+
+class AdapterLoadRequest(Message):
+    """The fan-out asking a replica's sidecar to fetch an adapter folder from the store and load it."""
+
+    request_id: str
+    name: str
+    key: str  # the folder relative to the head's data folder (``runs/<run>/adapters/v3``)
+    deadline: float  # unix time after which the fan-out no longer waits: the sidecar skips it
+
+
+class AdapterLoadReply(Message):
+    request_id: str
+    error: str = ""  # empty when the replica loaded it
+    seconds: float = 0.0
 
 
 class FanoutResult(Message):

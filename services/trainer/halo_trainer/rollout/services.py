@@ -26,6 +26,7 @@ def policy_client(settings: TrainerSettings) -> PolicyClient:
             settings.policy_model_name,
             sticky_ttl_s=settings.policy_sticky_ttl_s,
             timeout_s=settings.request_timeout_s,
+            data_root=settings.data_dir,  # adapters are named by their store key for replicas that fetch
         )
     return PolicyClient(settings.policy_url, settings.policy_model_name, timeout_s=settings.request_timeout_s)
 
