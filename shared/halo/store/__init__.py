@@ -20,6 +20,7 @@ __all__ = [
     "StoreUnavailable",
     "check_probe",
     "open_store",
+    "remote_store",
     "store_env",
     "write_probe",
 ]
@@ -32,6 +33,13 @@ def open_store(settings: StoreSettings | None = None) -> DataStore:
     if settings.backend == "shared_fs":
         return SharedFsStore(settings.data_dir)
     return HttpStore(settings.head_url, settings.token.get_secret_value(), settings.data_dir, settings.timeout_s)
+
+
+def remote_store(settings: StoreSettings | None = None) -> DataStore | None:
+    """The head's store when this process does not share the head's folder (``http``); None when it
+    does (``shared_fs``: what it writes under the data folder is already the head's)."""
+    settings = settings or StoreSettings()
+    return None if settings.backend == "shared_fs" else open_store(settings)
 
 
 def store_env(settings: StoreSettings, token: str) -> dict[str, str]:

@@ -22,9 +22,11 @@ _READABLE = (
     re.compile(r"runs/[^/]+/(adapters|trees)(/.+)?"),
     re.compile(re.escape(PROBE)),
 )
-# The one thing a node may add: a screenshot, under the hash of its bytes (checked by the head), so
-# an upload can create a file but never change one.
+# What a node may add, never change: a screenshot, under the hash of its bytes (checked by the head),
+# and a search tree its MCTS worker wrote (``runs/<run>/trees/<search>.json``; the same bytes again
+# are accepted, other bytes under an existing name are refused).
 SCREENSHOT = re.compile(r"screenshots/([0-9a-f]{2})/([0-9a-f]{64})\.png")
+TREE = re.compile(r"runs/[^/]+/trees/[^/]+\.json")
 
 
 class StoreError(RuntimeError):
@@ -72,7 +74,8 @@ class DataStore(Protocol):
     def exists(self, rel: str) -> bool: ...
 
     def write_new(self, rel: str, data: bytes) -> None:
-        """Add a file that does not exist yet (a screenshot); an existing one is left as it is."""
+        """Add a file that does not exist yet (a screenshot, a search tree); an existing one is left as
+        it is (the HTTP backend refuses other bytes under an existing tree's name: ``FileExistsError``)."""
         ...
 
     def local_dir(self, rel: str) -> Path:

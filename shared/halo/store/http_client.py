@@ -63,6 +63,8 @@ class HttpStore:
             raise FileNotFoundError(f"{rel}: not on the head ({self.describe()})")
         if status == 400:
             raise ValueError(f"{self.describe()} refused {method} {rel}: {_reason(response)}")
+        if status == 409:
+            raise FileExistsError(f"{self.describe()} refused {method} {rel}: {_reason(response)}")
         if status >= 300:
             raise StoreUnavailable(f"{self.describe()} answered {status} to {method} {rel}: {_reason(response)}")
         return response

@@ -2,8 +2,9 @@
 without a shared filesystem (``python -m halo.store serve``; ``halo cluster up`` starts it when the
 cluster's store is ``http``).
 
-Read-only but for one thing: a node's env adds its screenshots, each under the sha256 of its bytes,
-checked here, so an upload can create a file and never change one. Every request carries the
+Read-only but for two things: a node's env adds its screenshots, each under the sha256 of its bytes,
+checked here, and a node's MCTS worker adds the search trees it wrote; an upload can create a file and
+never change one. Every request carries the
 cluster's token; the data folder's tokens and anything outside the served areas are never answered.
 """
 
@@ -19,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 
 from halo.service import ServiceError, add_health_routes, install_error_handlers
-from halo.store.base import SCREENSHOT, clean, readable
+from halo.store.base import SCREENSHOT, TREE, clean, readable
 
 MAX_UPLOAD_BYTES = 32_000_000  # a screenshot; a full-page PNG of a tall page stays well under
 
@@ -75,14 +76,23 @@ def data_app(root: Path, token: str) -> FastAPI:
     async def add(rel: str, request: Request) -> Response:
         authorised(request)
         match = SCREENSHOT.fullmatch(rel)
-        if match is None:
-            raise ServiceError(400, "only screenshots (screenshots/<xx>/<sha256>.png) may be added")
+        tree = TREE.fullmatch(rel) is not None and ".." not in rel.split("/")
+        if match is None and not tree:
+            raise ServiceError(
+                400,
+                "only screenshots (screenshots/<xx>/<sha256>.png) and search trees (runs/<run>/trees/<id>.json) may be added",
+            )
         body = await request.body()
-        digest = hashlib.sha256(body).hexdigest()
-        if digest != match.group(2) or not digest.startswith(match.group(1)):
-            raise ServiceError(400, f"the bytes hash to {digest}, not to the name {match.group(2)}")
-        target = root / rel
+        if match is not None:
+            digest = hashlib.sha256(body).hexdigest()
+            if digest != match.group(2) or not digest.startswith(match.group(1)):
+                raise ServiceError(400, f"the bytes hash to {digest}, not to the name {match.group(2)}")
+        target = served(rel)
         if target.exists():
+            # A retried upload is fine; another tree under the same name (the job searched twice) is not
+            # silently dropped: the worker reports it and the loop replaces the job.
+            if tree and target.read_bytes() != body:
+                raise ServiceError(409, f"the head already has another {rel[:200]!r}; a tree is never replaced")
             return Response(status_code=200)
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")

@@ -51,6 +51,7 @@ from halo.schemas import (
     StepResponse,
     Transition,
 )
+from halo.store.base import DataStore
 from halo.transport import CallError, NotFound
 
 logger = logging.getLogger("halo.trainer.rollout")
@@ -64,6 +65,9 @@ class Services:
     # The run's current policy version, read before every sample: a job does not pin a version,
     # each transition records the one that produced it, and the learner drops stale ones.
     current_policy: Callable[[str], Awaitable[PolicyVersion]]
+    # The head's data store when this worker's data folder is not the head's (``HALO_STORE_BACKEND=http``):
+    # a search's tree is added to it. None: the run folder is shared, the tree is already there.
+    head_store: DataStore | None = None
 
 
 StopCheck = Callable[[], Awaitable[bool]]

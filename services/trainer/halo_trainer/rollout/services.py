@@ -8,6 +8,7 @@ from halo.clients import EnvClient, RewardClient
 from halo.policy_client import PolicyClient
 from halo.policy_replicated import ReplicatedPolicyClient
 from halo.settings.trainer import TrainerSettings
+from halo.store import remote_store
 from halo_trainer.rollout.play import Services
 from halo_trainer.streams import current_policy_reader
 
@@ -32,9 +33,12 @@ def policy_client(settings: TrainerSettings) -> PolicyClient:
 
 
 def make_services(settings: TrainerSettings, redis: aioredis.Redis) -> Services:
+    """The clients, and the head's data store where this worker's folder is not the head's
+    (``HALO_STORE_*``, the data plane's settings, as the screenshot store reads them)."""
     return Services(
         env=EnvClient(settings.env_url, timeout_s=settings.request_timeout_s),
         policy=policy_client(settings),
         reward=RewardClient(settings.reward_url, timeout_s=settings.request_timeout_s),
         current_policy=current_policy_reader(redis),
+        head_store=remote_store(),
     )
