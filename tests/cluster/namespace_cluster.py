@@ -46,6 +46,8 @@ class NamespaceCluster:
     data_dir: Path
     workers_per_node: int = 2
     claim_idle_s: float = 10.0
+    # Settings every process of this cluster gets (a scenario's own, e.g. sampling from replicas).
+    extra_env: dict[str, str] = field(default_factory=dict)
     procs: list = field(default_factory=list)
 
     @property
@@ -83,6 +85,7 @@ class NamespaceCluster:
             # Services start slowly on a loaded 2-core machine: Chromium, the env's first page.
             "HALO_CLUSTER_CREATE_DEADLINE_S": "300",
             "HALO_TRAINER_JOB_CLAIM_IDLE_S": str(self.claim_idle_s),
+            **self.extra_env,
             **extra,
         }
 
