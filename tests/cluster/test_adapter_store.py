@@ -27,6 +27,7 @@ from tests import lifetime
 from tests.cluster.data_server import serve_data
 from tests.cluster.replicas import StubReplica
 from tests.conftest import free_port, stop_services
+from tests.policy.conftest import vllm_server  # noqa: F401  (the session's vLLM, started once)
 
 pytestmark = pytest.mark.slow  # a data server, a replica and its sidecar as processes
 TOKEN = "c" * 64
@@ -129,3 +130,67 @@ async def test_a_replica_without_the_heads_folder_loads_published_adapters_from_
 
 async def _empty(client) -> bool:
     return await client.registry.live() == []
+
+
+@pytest.mark.vllm
+async def test_the_real_vllm_loads_the_copy_its_sidecar_fetched(
+    vllm_server,  # noqa: F811
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    redis_url: str,
+    key_prefix: str,
+) -> None:
+    from halo.adapter_fanout import AdapterFanout
+    from halo.schemas.cluster import ReplicaRecord
+    from halo.store import HttpStore
+    from halo_cluster.replica_sidecar import run_sidecar
+    from halo_model.lora import random_adapter
+    from tests.conftest import noise_png
+
+    head, node = tmp_path / "head", tmp_path / "node"
+    v1 = random_adapter(tiny_model_dir, head / "runs/rv/adapters/v1", seed=1)
+    server, store_url = serve_data(head, TOKEN)
+    prefix = f"{key_prefix}:"
+    client = policy_client(
+        TrainerSettings(
+            _env_file=None,
+            redis_url=redis_url,
+            data_dir=head,
+            policy_replicas=prefix,
+            policy_model_name=vllm_server.served_model_name,
+        )
+    )
+    store = HttpStore(store_url, TOKEN, node)
+    sidecar_fanout = AdapterFanout(client.pool, fetch=lambda key: asyncio.to_thread(store.local_dir, key))
+    url = f"http://127.0.0.1:{vllm_server.port}"
+    record = ReplicaRecord(replica_id="cpu0", url=url, max_loras=vllm_server.max_loras, fetches_adapters=True)
+    stopping: list[bool] = []
+    sidecar = asyncio.create_task(run_sidecar(sidecar_fanout, record, 1.0, lambda: bool(stopping)))
+    try:
+        while await client.replica_count() == 0:
+            assert not sidecar.done(), sidecar
+            await asyncio.sleep(0.2)
+        result = await client.fanout.publish("rv-v1", str(v1))
+        assert result.current, result
+        roots = {m["id"]: m.get("root") for m in httpx.get(f"{url}/v1/models").json()["data"]}
+        assert roots["rv-v1"] == str(node / "runs/rv/adapters/v1")
+        assert files(node / "runs/rv/adapters/v1") == files(v1)
+        tuned = await client.sample_actions(
+            noise_png(64, 48, seed=0),
+            "click",
+            n=1,
+            temperature=1.0,
+            seed=0,
+            model="rv-v1",
+            max_tokens=8,
+            job_id="rv-j1",
+            run_id="rv",
+        )
+        assert (tuned.model, tuned.replica) == ("rv-v1", "cpu0")
+    finally:
+        await client.unload_run_adapters("rv")
+        stopping.append(True)
+        await sidecar
+        store.close()
+        stop_services([server])
+        await client.aclose()
