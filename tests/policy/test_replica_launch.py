@@ -109,6 +109,7 @@ async def test_the_planned_sidecar_registers_the_server_and_deregisters_it_when_
 
 @pytest.mark.slow
 @pytest.mark.vllm
+@pytest.mark.release  # starts a vLLM of its own (about 2 min here): make test-release, not make test
 async def test_the_real_launcher_registers_its_vllm_and_leaves_the_registry_with_it(
     tiny_model_dir: Path, tmp_path: Path, redis_url: str, key_prefix: str
 ) -> None:
