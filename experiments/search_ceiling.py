@@ -16,6 +16,9 @@ Every row says whether the arm spent its whole budget unless it succeeded (``spe
 ``--mcts NAME:knob=value,knob=value`` adds an MCTS arm (``NAME:`` alone: the knobs as given);
 ``--arms`` chooses among sampling, go_explore and the MCTS arms (default: all). Rows are printed as
 they finish, so a run cut short still leaves its rows on stderr and in ``--out`` (written after each).
+Started again with the same ``--out`` and settings, it keeps the rows there and runs only the
+(task, seed, arm) it lacks, so a comparison of several hours can span several sittings; an
+``--out`` written with other settings is refused, naming them.
 Runs against the local stack (env, reward, vLLM as the usual HALO_TRAINER_* settings name them).
 """
 
@@ -93,13 +96,39 @@ def report(rows: list[dict], arms: list[str], budget: int) -> dict:
     return out
 
 
+def settings_of(args: argparse.Namespace, searches: dict[str, MCTSConfig]) -> dict:
+    """What makes two sittings one comparison: the budget, the horizon, the temperature, the searches."""
+    return {
+        "env_step_budget": args.env_step_budget,
+        "max_depth": args.max_depth,
+        "temperature": args.temperature,
+        "searches": {k: v.model_dump(mode="json") for k, v in searches.items()},
+    }
+
+
+def rows_to_resume(out: str | None, settings: dict) -> list[dict]:
+    """The rows an earlier sitting wrote to ``out`` with the same settings; none without a file."""
+    if not out or not Path(out).exists():
+        return []
+    try:
+        earlier = json.loads(Path(out).read_text())
+    except ValueError as exc:
+        raise ValueError(f"--out {out}: not a results file of this script ({exc})") from None
+    differ = sorted(k for k in settings if earlier.get(k) != settings[k])
+    if differ:
+        raise ValueError(f"--out {out} was written with other settings ({', '.join(differ)}): use another --out")
+    return list(earlier.get("rows", []))
+
+
 async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arms: list[str]) -> dict:
     settings = TrainerSettings()
     run_id = f"ceiling-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(args.run_dir) if args.run_dir else settings.runs_dir / run_id
     sampling = sampling_for(load_defaults(settings.rl_config), profile_for(settings.target))
     budget = args.env_step_budget
-    rows: list[dict] = []
+    fixed = settings_of(args, searches)
+    rows = rows_to_resume(args.out, fixed)
+    done = {(r["task"], r["seed"], r["arm"]) for r in rows}
     result: dict = {}
     async with policy_client(settings) as policy:
         version = PolicyVersion(run_id=run_id, version=0, adapter_name=policy.base_model, created_at=time.time())
@@ -115,6 +144,8 @@ async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arm
                 for seed in range(args.first_seed, args.first_seed + args.seeds):
                     job = episode_job(run_id, task, seed, version, args.temperature, args.max_depth, sampling)
                     for arm in arms:
+                        if (task, seed, arm) in done:
+                            continue
                         if arm == "sampling":
                             row = await sampling_arm(svc, job, budget)
                         elif arm == "go_explore":
@@ -124,14 +155,7 @@ async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arm
                         row = {"task": task, "seed": seed, **row, "spent_or_succeeded": spent_or_succeeded(row, budget)}
                         rows.append(row)
                         print(json.dumps(row), file=sys.stderr, flush=True)
-                    result = {
-                        "env_step_budget": budget,
-                        "max_depth": args.max_depth,
-                        "temperature": args.temperature,
-                        "searches": {k: v.model_dump(mode="json") for k, v in searches.items()},
-                        "rows": rows,
-                        **report(rows, arms, budget),
-                    }
+                    result = {**fixed, "rows": rows, **report(rows, arms, budget)}
                     if args.out:
                         Path(args.out).write_text(json.dumps(result, indent=1))
         await env.aclose()
@@ -166,6 +190,10 @@ def main() -> int:
         if unknown:
             p.error(f"--arms: unknown {unknown}; known: {arms}")
         arms = chosen
+    try:
+        rows_to_resume(args.out, settings_of(args, searches))
+    except ValueError as exc:
+        p.error(str(exc))
     result = asyncio.run(compare(args, searches, arms))
     for arm, r in result.get("arms", {}).items():
         seen, rep = r["seen"], r["reproduced"]

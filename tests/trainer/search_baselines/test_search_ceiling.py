@@ -80,3 +80,31 @@ def test_an_mcts_arm_is_parsed_or_refused_clearly():
     for bad, why in [("nocolon", "NAME:knob"), ("m:colour=red", "not knob=value"), ("m:ucb_c=-1", "ucb_c")]:
         with pytest.raises(ValueError, match=why):
             parse(bad, {})
+
+
+def test_a_second_sitting_keeps_the_rows_of_the_first_and_refuses_other_settings(tmp_path, monkeypatch, capsys):
+    """The pre-registered run takes hours: started again with the same --out and settings it runs
+    only what it lacks; an --out of another budget is refused before any service is called."""
+    import argparse
+    import json
+    import sys
+
+    script = load_script("experiments/search_ceiling.py")
+    args = argparse.Namespace(env_step_budget=120, max_depth=10, temperature=1.0)
+    searches = {"mcts": MCTSConfig(env_step_budget=120, max_children=8)}
+    fixed = script.settings_of(args, searches)
+    out = tmp_path / "ceiling.json"
+    assert script.rows_to_resume(str(out), fixed) == []
+    rows = [{"task": "t", "seed": 0, "arm": "sampling", "seen": False}]
+    out.write_text(json.dumps({**fixed, "rows": rows}))
+    assert script.rows_to_resume(str(out), fixed) == rows
+    with pytest.raises(ValueError, match="env_step_budget"):
+        script.rows_to_resume(str(out), {**fixed, "env_step_budget": 60})
+    argv = ["search_ceiling.py", "--task", "t", "--env_step_budget", "60", "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as stopped:
+        script.main()
+    assert stopped.value.code == 2 and "other settings" in capsys.readouterr().err
+    out.write_text("not json")
+    with pytest.raises(ValueError, match="not a results file"):
+        script.rows_to_resume(str(out), fixed)
