@@ -1,5 +1,8 @@
-"""`python -m halo_trainer`: the trainer service (run API, rollout workers, learner)."""
+"""`python -m halo_trainer`: the trainer service (run API, rollout workers, learner). Under
+`torchrun --nproc-per-node N -m halo_trainer` rank 0 is the service and the other ranks follow its
+learner (``halo_trainer.learner.ranks``)."""
 
+import os
 import sys
 
 from halo.settings.trainer import TrainerSettings
@@ -29,8 +32,27 @@ if __name__ == "__main__":
     except DefaultsError as exc:
         sys.stderr.write(f"halo_trainer: {exc}\n")
         sys.exit(2)
+    channel = None
+    if os.environ.get("WORLD_SIZE", "1") != "1":  # under torchrun: the learner spans the ranks
+        from halo_trainer.learner import ranks
+
+        try:
+            channel = ranks.join()
+        except ValueError as exc:
+            sys.stderr.write(f"halo_trainer: {exc}\n")
+            sys.exit(2)
+        if channel is not None and not channel.ranks.writes:
+            # The API, Redis, vLLM and the run loop are rank 0's: this rank follows its learner.
+            try:
+                ranks.serve(channel)
+            except RuntimeError as exc:  # rank 0 gone (its connections closed), or this rank's learner failed to build
+                sys.stderr.write(f"halo_trainer rank {channel.ranks.rank}: stopped following rank 0: {exc}\n")
+                sys.exit(1)
+            sys.exit(0)
     import uvicorn
 
     from halo_trainer.api.app import create_app
 
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    if channel is not None:
+        ranks.close()  # the other ranks' serve returns

@@ -217,16 +217,17 @@ class RunManager:
         self.active[cfg.run_id] = (task, stop)
 
     def _learner_parts(self, cfg: RunConfig):
-        from halo_model.loading import load_model, load_processor
-        from halo_trainer.learner.learner import Learner
+        from halo_model.loading import load_processor
+        from halo_trainer.learner import ranks
 
         model_path = learner_model(self.settings, build=True)
         # The image budget must be the policy server's: check_served_prompt compares the two.
         processor = load_processor(model_path, **self.settings.processor_kwargs())
         learner_cfg = cfg.learner_config(self.settings.resolved_learner())
         self.check_memory(cfg, learner_cfg, model_path, processor)
-        model = load_model(model_path, device=self.settings.resolved_device(), dtype=self.settings.resolved_dtype())
-        learner = Learner(model, learner_cfg)  # scores at the run's temperature (learner_cfg.temperature)
+        device, dtype = self.settings.resolved_device(), self.settings.resolved_dtype()
+        # At the run's temperature (learner_cfg.temperature); under torchrun every rank builds its own.
+        learner = ranks.lead(model_path, learner_cfg, device=device, dtype=dtype, seed=cfg.seed)
         return learner, processor
 
     def check_memory(self, cfg: RunConfig, learner_cfg, model_path: str, processor) -> None:
@@ -234,9 +235,11 @@ class RunManager:
         fit the learner's card (beside vLLM's share unless HALO_TRAINER_POLICY_SHARES_CARD=false)
         refuses the run with the setting to change (``MemoryPlanRefused``); on the cpu target it is
         only logged (the host's RAM is not checked: the tiny model needs a few hundred MB)."""
+        from halo_trainer.learner import ranks
         from halo_trainer.learner.memory import plan as memory_plan
 
-        work = memory_plan.workload_for(cfg, learner_cfg, self.settings.resolved_dtype(), processor)
+        dtype, gpus = self.settings.resolved_dtype(), ranks.world_size()  # sharded over the ranks under torchrun
+        work = memory_plan.workload_for(cfg, learner_cfg, dtype, processor, learner_gpus=gpus)
         dims = memory_plan.ModelDims.from_pretrained(model_path)
         if self.settings.target != "gpu":
             items = memory_plan.plan(dims, work, memory_plan.Card(total_gib=float("inf"), policy_shares_card=False))
@@ -313,6 +316,7 @@ class RunManager:
     async def _train(self, cfg: RunConfig, status: RunStatus, stop: asyncio.Event) -> None:
         await import_off_loop()  # the imports below are then lookups
         from halo_trainer.checks.tower_check import check_tower_lora
+        from halo_trainer.learner import ranks
         from halo_trainer.loop_parts.parts import LoopStatus
         from halo_trainer.observe.plots import plot_run
 
@@ -380,6 +384,8 @@ class RunManager:
         finally:
             if trackers is not None:
                 await asyncio.to_thread(trackers.close)
+            if learner is not None:
+                ranks.end_run()  # under torchrun the other ranks drop theirs
             loop = learner = None
             release_accelerator_memory()
         status.phase = None  # a phase describes a run in progress only

@@ -53,7 +53,9 @@ def probe_adapter(learner: Any, directory: Path, seed: int = 0) -> Path:
     import torch
     from safetensors.torch import load_file, save_file
 
-    learner.weights.save_adapter(directory)
+    from halo_trainer.learner.ranks import Leader
+
+    Leader.of(learner).save_adapter(directory)  # every rank takes part when the learner spans ranks
     path = directory / "adapter_model.safetensors"
     state = load_file(str(path))
     generator = torch.Generator().manual_seed(seed)

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from halo_trainer.learner.checkpoint import CheckpointManager
-from halo_trainer.learner.learner import Learner
+from halo_trainer.learner.ranks import Leader
 from halo_trainer.loop_parts.pipeline import JobPipeline
 from halo_trainer.loop_parts.state import Counters
 
@@ -28,7 +28,7 @@ class Durability:
         self,
         *,
         checkpoints: CheckpointManager,
-        learner: Learner,
+        learner: Leader,
         config: dict[str, Any],
         counters: Counters,
         pipeline: JobPipeline,
@@ -46,13 +46,13 @@ class Durability:
         extra = asdict(self.c)  # results buffered but not yet used stay unacknowledged: replayed on resume
         if extra == self._saved:
             return
-        await asyncio.to_thread(self.checkpoints.save, self.learner, config=self.config, extra=extra)
+        await asyncio.to_thread(self.learner.checkpoint, self.checkpoints, config=self.config, extra=extra)
         await self.pipeline.ack_pending()
         self._saved = asdict(self.c)  # as acknowledged: what an unchanged run looks like next time
 
     async def restore(self, run_id: str) -> None:
         """The last checkpoint's weights and counters, then the results it had not acknowledged."""
-        checkpoint = await asyncio.to_thread(self.checkpoints.resume, self.learner)
+        checkpoint = await asyncio.to_thread(self.learner.resume, self.checkpoints)
         if checkpoint is not None:
             self.c.restore(checkpoint.extra)
         await self.pipeline.ack_pending()  # the checkpoint was committed, its acknowledgement may not have been

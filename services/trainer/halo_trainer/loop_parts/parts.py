@@ -6,7 +6,10 @@
     close:   evaluate when due, record the update's metrics, checkpoint when due, report progress
     finish:  evaluate the final policy, checkpoint, report
 
-The parts share one ``Counters`` object, which is what a checkpoint saves beside the weights.
+The parts share one ``Counters`` object, which is what a checkpoint saves beside the weights, and
+hold the learner as a ``Leader`` (``halo_trainer.learner.ranks``): with the learner across ranks the
+loop runs on rank 0 alone, and each learner call it makes (update, log-probs, adapter, checkpoint)
+is told to the other ranks first; in one process the Leader only makes the call.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import RunConfig
 from halo_trainer.learner.checkpoint import CheckpointManager
 from halo_trainer.learner.learner import Learner
+from halo_trainer.learner.ranks import Leader
 from halo_trainer.loop_parts.durability import Durability
 from halo_trainer.loop_parts.evaluation import Evaluator
 from halo_trainer.loop_parts.pipeline import JobPipeline, Outage
@@ -63,7 +67,7 @@ class RunParts:
         advantages: Advantages,
         redis: aioredis.Redis,
         policy: PolicyClient,
-        learner: Learner,
+        learner: Learner | Leader,
         processor: Any,
         store: ScreenshotStore,
         run_dir: Path,
@@ -72,7 +76,7 @@ class RunParts:
         trackers: Trackers | None = None,
         phase_cb: Callable[[RunPhase], Awaitable[None]] | None = None,
     ) -> None:
-        self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, learner
+        self.cfg, self.redis, self.policy, self.learner = cfg, redis, policy, Leader.of(learner)
         self.processor, self.store, self.run_dir, self.settings = processor, store, Path(run_dir), settings
         # status_cb hears of each update's end (its counters and metrics), phase_cb of every phase
         # change and the progress inside a phase (``loop_parts.progress``), which is far more often.
@@ -85,7 +89,7 @@ class RunParts:
             run_id=cfg.run_id,
             redis=redis,
             policy=policy,
-            learner=learner,
+            learner=self.learner,
             run_dir=self.run_dir,
             counters=self.c,
             max_staleness=cfg.max_staleness,
@@ -106,7 +110,7 @@ class RunParts:
         )
         self.durability = Durability(
             checkpoints=CheckpointManager(self.run_dir / "checkpoints", keep=settings.checkpoint_keep),
-            learner=learner,
+            learner=self.learner,
             config=cfg.model_dump(mode="json"),
             counters=self.c,
             pipeline=self.pipeline,

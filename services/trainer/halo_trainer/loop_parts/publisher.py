@@ -31,7 +31,7 @@ import redis.asyncio as aioredis
 from halo.policy_client import EngineDead, PolicyClient
 from halo.schemas import PolicyVersion
 from halo.transport import ServiceUnavailable
-from halo_trainer.learner.learner import Learner
+from halo_trainer.learner.ranks import Leader
 from halo_trainer.loop_parts.progress import Progress
 from halo_trainer.loop_parts.state import Counters
 from halo_trainer.streams import set_current_policy
@@ -50,14 +50,14 @@ class WeightReloadUnavailable(RuntimeError):
 class AdapterWeights:
     """A run that trains LoRA alone: a version is its adapter."""
 
-    def __init__(self, policy: PolicyClient, learner: Learner, run_dir: Path) -> None:
+    def __init__(self, policy: PolicyClient, learner: Leader, run_dir: Path) -> None:
         self.policy, self.learner, self.run_dir = policy, learner, run_dir
 
     async def check_server(self) -> None:
         """Any vLLM with runtime LoRA loading serves adapters."""
 
     async def save(self, version: int) -> None:
-        self.learner.weights.save_adapter(self.run_dir / "adapters" / f"v{version}")
+        self.learner.save_adapter(self.run_dir / "adapters" / f"v{version}")  # every rank takes part
 
     async def load(self, record: PolicyVersion, redis: aioredis.Redis) -> dict[str, float]:
         # Workers in other processes may still sample from the previous version: old versions
@@ -75,9 +75,10 @@ class AdapterWeights:
 
 
 class FullWeights(AdapterWeights):
-    """A run that trains base modules too: a version is its adapter and its base weights."""
+    """A run that trains base modules too: a version is its adapter and its base weights. One
+    process only (the learner across ranks refuses full weights), so its saves are local."""
 
-    def __init__(self, policy: PolicyClient, learner: Learner, run_dir: Path) -> None:
+    def __init__(self, policy: PolicyClient, learner: Leader, run_dir: Path) -> None:
         super().__init__(policy, learner, run_dir)
         self._checked = False
 
@@ -97,7 +98,7 @@ class FullWeights(AdapterWeights):
             )
         if not await self.policy.weight_reload_available():
             raise WeightReloadUnavailable(
-                f"this run trains full weights ({', '.join(self.learner.weights.full_weight_names()[:3])}, "
+                f"this run trains full weights ({', '.join(self.learner.local.weights.full_weight_names()[:3])}, "
                 f"...) but the policy server at {self.policy.base_url} cannot reload weights (no /collective_rpc): "
                 "start it with HALO_POLICY_WEIGHT_RELOAD=true (vLLM's dev mode), or train LoRA alone"
             )
@@ -105,12 +106,12 @@ class FullWeights(AdapterWeights):
 
     async def save(self, version: int) -> None:
         await super().save(version)
-        await asyncio.to_thread(self.learner.weights.save_base_weights, self._weights(version))
+        await asyncio.to_thread(self.learner.local.weights.save_base_weights, self._weights(version))
 
     async def load(self, record: PolicyVersion, redis: aioredis.Redis) -> dict[str, float]:
         weights = self._weights(record.version)
         if not weights.exists():
-            await asyncio.to_thread(self.learner.weights.save_base_weights, weights)
+            await asyncio.to_thread(self.learner.local.weights.save_base_weights, weights)
         timing = await self.policy.publish_weights(
             record.adapter_name,
             record.adapter_path,
@@ -129,7 +130,7 @@ class FullWeights(AdapterWeights):
 
     async def release(self, current: PolicyVersion) -> None:
         folder = self._weights(0)
-        await asyncio.to_thread(self.learner.weights.save_initial_base_weights, folder)
+        await asyncio.to_thread(self.learner.local.weights.save_initial_base_weights, folder)
         seconds = await self.policy.reload_weights(str(folder))
         await asyncio.to_thread(shutil.rmtree, folder, True)
         logger.info("run %s ended: vLLM serves the base weights again (%.2f s)", current.run_id, seconds)
@@ -142,7 +143,7 @@ class PolicyPublisher:
         run_id: str,
         redis: aioredis.Redis,
         policy: PolicyClient,
-        learner: Learner,
+        learner: Leader,
         run_dir: Path,
         counters: Counters,
         max_staleness: int,
@@ -152,7 +153,7 @@ class PolicyPublisher:
         self.run_id, self.redis, self.policy, self.run_dir, self.c = run_id, redis, policy, run_dir, counters
         self.progress = progress or Progress()
         self.max_staleness, self.outage_wait_s = max_staleness, outage_wait_s
-        strategy = FullWeights if learner.weights.full_weight_names() else AdapterWeights
+        strategy = FullWeights if learner.local.weights.full_weight_names() else AdapterWeights
         self.weights: AdapterWeights = strategy(policy, learner, run_dir)
         self.sync_metrics: dict[str, float] = {}  # the last publish's timings, for the update's metrics
 

@@ -109,7 +109,7 @@ class MctsLoop:
         ref_rejected = self.learner.logprobs(rejected, adapter=current)
         metrics: dict[str, float] = {}
         for _ in range(self.cfg.epochs_per_batch):
-            metrics = self.learner.dpo.update(
+            metrics = self.learner.dpo_update(
                 chosen, rejected, ref_chosen, ref_rejected, beta=self.search.beta, rpo_alpha=self.search.rpo_alpha
             )
         return metrics

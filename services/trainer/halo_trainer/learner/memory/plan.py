@@ -32,9 +32,9 @@ CARDS_GIB = {"h100-80gb": 79.1, "a100-80gb": 79.1, "h200": 139.8, "a100-40gb": 3
 
 
 # -- from the run's resolved settings ------------------------------------------------------------
-def workload_for(run: Any, learner: Any, dtype: str, processor: Any = None) -> Workload:
+def workload_for(run: Any, learner: Any, dtype: str, processor: Any = None, learner_gpus: int = 1) -> Workload:
     """A run's workload: ``run`` a ``RunConfig``, ``learner`` its resolved ``LearnerConfig``, ``processor``
-    the model's (its image budget; None = the 8B's published one)."""
+    the model's (its image budget; None = the 8B's published one), ``learner_gpus`` the learner's ranks."""
     max_pixels, min_pixels = pixel_limits(processor)
     viewport = run.sampling.viewport
     return Workload(
@@ -52,6 +52,7 @@ def workload_for(run: Any, learner: Any, dtype: str, processor: Any = None) -> W
         grammar=run.sampling.structured_outputs == "regex",
         dpo=str(getattr(run.algorithm, "value", run.algorithm)) == "mcts",
         group_size=run.num_generations if str(getattr(run.group_mode, "value", run.group_mode)) == "step" else 1,
+        learner_gpus=learner_gpus,
     )
 
 
