@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -67,7 +68,7 @@ async def measure(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir:
         "sampled_episodes": sampled["episodes"],
         "sampled_env_steps": sampled["env_steps"],
         "sampled_s": round(time.perf_counter() - started, 1),
-        "tree": str(found.path),
+        "tree": os.path.relpath(found.path, run_dir),
     }
 
 

@@ -38,6 +38,8 @@ async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path
     assert [r["env_steps"] for r in rows] == [48] * 4
     assert all(spent_or_succeeded(r, 48) and not r["seen"] and not r["reproduced"] for r in rows)
     assert svc.env.sessions == {}
+    # a search's tree is named relative to the run folder: rows are committed, a machine's paths not
+    assert all(not r["tree"].startswith("/") and (tmp_path / r["tree"]).is_file() for r in rows[2:])
 
 
 async def test_a_success_seen_is_kept_apart_from_one_the_returned_path_reproduces(tmp_path):

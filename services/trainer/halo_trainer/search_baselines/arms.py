@@ -16,6 +16,7 @@ succeeded.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -106,7 +107,8 @@ async def mcts_arm(svc: Services, job: EpisodeGroupJob, cfg: MCTSConfig, run_dir
         started,
         nodes=len(tree.record.nodes),
         reentry_mismatches=found.reentry_mismatches,
-        tree=str(found.path),
+        # Relative to the run folder: rows are committed as results, and a machine's paths are not.
+        tree=os.path.relpath(found.path, run_dir),
     )
 
 
