@@ -15,7 +15,7 @@ Every row says whether the arm spent its whole budget unless it succeeded (``spe
 
 ``--mcts NAME:knob=value,knob=value`` adds an MCTS arm (``NAME:`` alone: the knobs as given);
 ``--arms`` chooses among sampling, go_explore and the MCTS arms (default: all). Rows are printed as
-they finish, so a run cut short still leaves its rows on stderr and in ``--out`` (written after each).
+they finish, so a run cut short still leaves its rows on stderr and in ``--out`` (written after each arm).
 Started again with the same ``--out`` and settings, it keeps the rows there and runs only the
 (task, seed, arm) it lacks, so a comparison of several hours can span several sittings; an
 ``--out`` written with other settings is refused, naming them.
@@ -155,9 +155,12 @@ async def compare(args: argparse.Namespace, searches: dict[str, MCTSConfig], arm
                         row = {"task": task, "seed": seed, **row, "spent_or_succeeded": spent_or_succeeded(row, budget)}
                         rows.append(row)
                         print(json.dumps(row), file=sys.stderr, flush=True)
-                    result = {**fixed, "rows": rows, **report(rows, arms, budget)}
-                    if args.out:
-                        Path(args.out).write_text(json.dumps(result, indent=1))
+                        result = {**fixed, "rows": rows, **report(rows, arms, budget)}
+                        if args.out:  # after every arm, whole or not at all: a sitting may end any time
+                            tmp = Path(f"{args.out}.tmp")
+                            tmp.write_text(json.dumps(result, indent=1))
+                            tmp.replace(args.out)
+        result = result or {**fixed, "rows": rows, **report(rows, arms, budget)}
         await env.aclose()
         await reward.aclose()
     return result
