@@ -108,9 +108,10 @@ class NamespaceCluster:
         assert up.returncode == 0, f"halo cluster up failed:\n{up.stdout}\n{up.stderr}"
 
     def start_trainer(self, status: ClusterStatus) -> None:
-        """The run API, once a rollout node runs: the trainer lists and probes tasks through the
-        first node's env and reward (it plays no episode itself)."""
-        first = status.nodes[0].urls
+        """The run API, once a rollout node runs: the trainer lists and probes tasks through n1's
+        env and reward (it plays no episode itself). n1, because the scenarios kill and cut off n2,
+        whose services come back on other ports."""
+        first = next(n for n in status.nodes if n.address == self.ns.nodes[1].address).urls
         trainer_env = self.env(
             HALO_TRAINER_HOST=self.head.address,
             HALO_TRAINER_PORT=str(TRAINER_PORT),

@@ -76,9 +76,22 @@ def wait_finished(c: NamespaceCluster, run_id: str, timeout_s: float = 1800) -> 
     return _wait(f"run {run_id} finished", done, timeout_s, 2)
 
 
+def infra_failed(c: NamespaceCluster, run_id: str) -> dict[str, str]:
+    """Job id -> why, for the run's training results the trainer counts as infrastructure failures
+    (acknowledged, never trained on, replaced by a new job: ``pipeline.infra_failure``)."""
+    failed = {}
+    for _, f in redis.Redis.from_url(c.redis_url).xrange(f"halo:run:{run_id}:results"):
+        r = json.loads(f[b"data"])
+        if r.get("purpose", "train") != "train":
+            continue
+        if r.get("infra_error") or (r["episodes"] and all(e.get("infra_error") for e in r["episodes"])):
+            failed[r["job_id"]] = r.get("infra_error") or "every episode ended on an infrastructure error"
+    return failed
+
+
 def assert_every_job_once(c: NamespaceCluster, run_id: str, episodes: int) -> dict:
-    """Distinct job ids done (acknowledged with a checkpoint) = training jobs published; no job
-    used twice; nothing dead-lettered."""
+    """Every training job published is either done (acknowledged with a checkpoint) or failed on
+    infrastructure and replaced; no job used twice; nothing dead-lettered."""
     client = redis.Redis.from_url(c.redis_url)
     published = {
         f[b"dedup_id"].decode()
@@ -90,16 +103,19 @@ def assert_every_job_once(c: NamespaceCluster, run_id: str, episodes: int) -> di
         1 for _, f in client.xrange("halo:rollout:jobs:dead") if f.get(b"dedup_id", b"").decode().startswith(run_id)
     )
     status = c.run_status(run_id)
+    failed = infra_failed(c, run_id)
     figures = {
         "episodes": status["episodes_done"],
         "jobs_published": len(published),
         "jobs_done": len(done),
+        "jobs_failed_on_infra_and_replaced": len(failed),
+        "infra_failures": sorted(set(failed.values()))[:5],
         "duplicates_used": status["episodes_done"] - len(done),
         "dead_letters": dead,
         "pending": client.xpending(f"halo:run:{run_id}:results", "learner")["pending"],
     }
     assert status["episodes_done"] == episodes, figures
-    assert done == published, figures
+    assert done | set(failed) == published and not done & set(failed), figures
     assert figures["duplicates_used"] == 0 and dead == 0 and figures["pending"] == 0, figures
     return figures
 
@@ -122,6 +138,13 @@ FIGURES: dict = {}
 def rate(times: list[float], start: float, end: float) -> float:
     """Training results per second that reached the run's stream in [start, end)."""
     return sum(start <= t < end for t in times) / (end - start) if end > start else 0.0
+
+
+def steady_rate(times: list[float], start: float, workers: int) -> tuple[float, float]:
+    """Results per second from ``start`` to the last result that still had a full round behind it:
+    once fewer jobs are left than workers, the rate falls whatever the nodes do. Returns (rate, s)."""
+    end = times[-1 - workers] if len(times) > workers else start
+    return rate(times, start, end), max(end - start, 0.0)
 
 
 def wait_episodes(c: NamespaceCluster, run_id: str, at_least: int) -> None:
@@ -172,6 +195,8 @@ def test_a_node_killed_at_40_percent_the_run_finishes_and_it_rejoins(cluster: Na
     before = rate(times, times[0], t_kill)
     after = rate(times, recovered_by, t_rejoin)
     back = rate(times, t_running, min(t_running + 60, times[-1]))
+    workers = cluster.workers_per_node * 2
+    steady, steady_s = steady_rate(times, t_running + 60, workers)
     FIGURES["node_killed"] = {
         "episodes": EPISODES,
         "killed_at_episode": int(0.4 * EPISODES),
@@ -182,6 +207,9 @@ def test_a_node_killed_at_40_percent_the_run_finishes_and_it_rejoins(cluster: Na
         "results_per_s_first_60s_after_rejoin": round(back, 4),
         "after_over_before": round(after / before, 3) if before else None,
         "back_over_before": round(back / before, 3) if before else None,
+        "results_per_s_from_60s_after_running_to_last_full_round": round(steady, 4),
+        "window_from_60s_after_running_s": round(steady_s, 1),
+        "steady_over_before": round(steady / before, 3) if before else None,
         "rejoin_to_running_s": round(t_running - t_rejoin, 1),
         **once,
     }
@@ -223,6 +251,7 @@ def test_a_node_cut_off_for_30_s_the_run_carries_on_and_it_rejoins(cluster: Name
     before = rate(times, times[0], t_cut)
     during = rate(times, t_cut, t_heal)
     back = rate(times, t_running, min(t_running + 60, times[-1]))
+    steady, steady_s = steady_rate(times, t_running + 60, cluster.workers_per_node * 2)
     FIGURES["node_partitioned_30s"] = {
         "episodes": EPISODES,
         "cut_at_episode": int(0.4 * EPISODES),
@@ -231,6 +260,9 @@ def test_a_node_cut_off_for_30_s_the_run_carries_on_and_it_rejoins(cluster: Name
         "results_per_s_first_60s_after_running_again": round(back, 4),
         "during_over_before": round(during / before, 3) if before else None,
         "back_over_before": round(back / before, 3) if before else None,
+        "results_per_s_from_60s_after_running_to_last_full_round": round(steady, 4),
+        "window_from_60s_after_running_s": round(steady_s, 1),
+        "steady_over_before": round(steady / before, 3) if before else None,
         "heal_to_running_s": round(t_running - t_heal, 1),
         "raylet_exited_and_node_rejoined_by_join": rejoined_by_join,
         "n2_reported_at_the_end_of_the_cut": reported,
