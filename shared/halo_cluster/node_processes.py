@@ -72,18 +72,21 @@ class NodeProcesses:
                 self._running.append(_Running(spec, index, argv, env, log))
 
     def start(self) -> None:
-        """Start everything, then wait for each readiness URL; raises with the log's tail on a
-        process that exits or is not ready within the plan's timeout (the actor then fails to be
-        created and the supervisor reports why)."""
+        """Start the processes with a readiness URL (sites, env, reward) and wait for each, then
+        the rest (the workers); raises with the log's tail on a process that exits or is not ready
+        within the plan's timeout (the actor then fails to be created and the supervisor reports
+        why). Workers wait because they take jobs the moment they start: beside a cold env, a
+        rejoining node's first jobs failed on "env not reachable" and were replaced."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        for running in self._running:
+        services = [r for r in self._running if r.spec.ready_url]
+        for running in services:
             self._spawn(running)
         deadline = time.monotonic() + self.plan.ready_timeout_s
+        for running in services:
+            self._wait_ready(running, render(running.spec.ready_url, self.host, self.ports, running.index), deadline)
         for running in self._running:
-            if running.spec.ready_url:
-                self._wait_ready(
-                    running, render(running.spec.ready_url, self.host, self.ports, running.index), deadline
-                )
+            if not running.spec.ready_url:
+                self._spawn(running)
 
     def _spawn(self, running: _Running) -> None:
         with open(running.log, "ab") as log:
