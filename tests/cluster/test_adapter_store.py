@@ -27,7 +27,6 @@ from tests import lifetime
 from tests.cluster.data_server import serve_data
 from tests.cluster.replicas import StubReplica
 from tests.conftest import free_port, stop_services
-from tests.policy.conftest import vllm_server  # noqa: F401  (the session's vLLM, started once)
 
 pytestmark = pytest.mark.slow  # a data server, a replica and its sidecar as processes
 TOKEN = "c" * 64
@@ -134,7 +133,7 @@ async def _empty(client) -> bool:
 
 @pytest.mark.vllm
 async def test_the_real_vllm_loads_the_copy_its_sidecar_fetched(
-    vllm_server,  # noqa: F811
+    vllm_server,
     tiny_model_dir: Path,
     tmp_path: Path,
     redis_url: str,

@@ -20,13 +20,12 @@ from halo.transport import CallError
 from halo_cluster.replica_sidecar import run_sidecar
 from halo_trainer.rollout.services import policy_client
 from tests.conftest import noise_png
-from tests.policy.conftest import vllm_server  # noqa: F401  (the session's vLLM, started once)
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
 async def test_the_real_vllm_as_the_one_registered_replica(
-    vllm_server: PolicySettings,  # noqa: F811
+    vllm_server: PolicySettings,
     tiny_model_dir: Path,
     redis_url: str,
     key_prefix: str,

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from halo.settings.policy import PolicySettings
 from tests import lifetime
 from tests.conftest import REDIS_URL, free_port
 
@@ -66,29 +65,6 @@ def stop_policy_server(proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-
-
-@pytest.fixture(scope="session")
-def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
-    """A tiny-model vLLM server. ``HALO_TEST_POLICY_PORT`` reuses one already running on that port
-    (started with ``HALO_POLICY_MAX_LORA_RANK=8 python -m halo_policy``) instead of starting one."""
-    reuse = os.environ.get("HALO_TEST_POLICY_PORT")
-    if reuse:
-        import httpx
-
-        root = httpx.get(f"http://127.0.0.1:{reuse}/v1/models", timeout=10).json()["data"][0]["root"]
-        yield PolicySettings(port=int(reuse), model=root, max_lora_rank=8)
-        return
-    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
-    proc, port = start_policy_server(tiny_model_dir, log_path)
-    try:
-        wait_listening(proc, log_path)
-        yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8)
-        if proc.poll() is not None:  # it died during the session: show why
-            tail = log_path.read_bytes().decode("utf-8", "replace")[-6000:]
-            sys.stderr.write(f"\nvLLM exited with {proc.returncode} during the tests; last output:\n{tail}\n")
-    finally:
-        stop_policy_server(proc)
 
 
 PAGE = """<!doctype html><html><head><style>
