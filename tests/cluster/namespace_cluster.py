@@ -85,6 +85,10 @@ class NamespaceCluster:
             # Services start slowly on a loaded 2-core machine: Chromium, the env's first page.
             "HALO_CLUSTER_CREATE_DEADLINE_S": "300",
             "HALO_TRAINER_JOB_CLAIM_IDLE_S": str(self.claim_idle_s),
+            # Every node's raylet reads the whole machine's memory, which other jobs share: Ray's
+            # out-of-memory killer restarted rollout nodes 13 times in one run for memory the
+            # cluster did not use, so the tier measured the neighbours. The kernel's still guards.
+            "RAY_memory_monitor_refresh_ms": "0",
             **self.extra_env,
             **extra,
         }
