@@ -209,7 +209,7 @@ def test_a_node_killed_at_40_percent_the_run_finishes_and_it_rejoins(cluster: Na
         "back_over_before": round(back / before, 3) if before else None,
         "results_per_s_from_60s_after_running_to_last_full_round": round(steady, 4),
         "window_from_60s_after_running_s": round(steady_s, 1),
-        "steady_over_before": round(steady / before, 3) if before else None,
+        "steady_over_before": round(steady / before, 3) if before and steady_s else None,
         "rejoin_to_running_s": round(t_running - t_rejoin, 1),
         **once,
     }
@@ -262,7 +262,7 @@ def test_a_node_cut_off_for_30_s_the_run_carries_on_and_it_rejoins(cluster: Name
         "back_over_before": round(back / before, 3) if before else None,
         "results_per_s_from_60s_after_running_to_last_full_round": round(steady, 4),
         "window_from_60s_after_running_s": round(steady_s, 1),
-        "steady_over_before": round(steady / before, 3) if before else None,
+        "steady_over_before": round(steady / before, 3) if before and steady_s else None,
         "heal_to_running_s": round(t_running - t_heal, 1),
         "raylet_exited_and_node_rejoined_by_join": rejoined_by_join,
         "n2_reported_at_the_end_of_the_cut": reported,
