@@ -211,7 +211,8 @@ def test_the_learner_scores_at_the_runs_temperature():
     cfg = resolve(spec, "r16", ["t"], load_defaults("configs/rl_config.yaml"), "tiny")
     manager = RunManager.__new__(RunManager)  # the learner's parts need the settings alone
     manager.settings = TrainerSettings(_env_file=None, target="cpu")
-    learner, _ = manager._learner_parts(cfg)
+    leader, _ = manager._learner_parts(cfg)
+    learner = leader.local  # the run loop holds a Leader (learner/ranks.py); this process's learner scores
     assert learner.config.temperature == 0.7
     assert learner.logprob_fn.func is grouped_logprobs and learner.logprob_fn.keywords == {"temperature": 0.7}
     assert learner.config.tis_cap == cfg.tis_cap == 2.0
