@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 
 class NamespaceError(RuntimeError):
     """The machine cannot make network namespaces (not root, no ``ip``), said in words."""
@@ -164,3 +166,16 @@ class Namespaces:
     def link(node: Node, up: bool) -> None:
         """Cut ``node`` off the bridge (``up=False``) or plug it back: a network partition."""
         _ip("link", "set", node.host_link, "up" if up else "down")
+
+
+def namespace_marks() -> list[pytest.MarkDecorator]:
+    """The marks of every scenario of the tier: a release test needing root, vLLM and Chromium,
+    skipped with the reason where namespaces cannot be made."""
+    return [
+        pytest.mark.slow,
+        pytest.mark.release,
+        pytest.mark.namespaces,
+        pytest.mark.vllm,
+        pytest.mark.browser,
+        pytest.mark.skipif(bool(unavailable()), reason=unavailable() or "namespaces available"),
+    ]

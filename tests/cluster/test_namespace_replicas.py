@@ -26,16 +26,9 @@ import httpx
 import pytest
 import redis
 
-from tests.cluster.namespaces import Namespaces, Node, unavailable
+from tests.cluster.namespaces import Namespaces, Node, namespace_marks
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.release,
-    pytest.mark.namespaces,
-    pytest.mark.vllm,
-    pytest.mark.browser,
-    pytest.mark.skipif(bool(unavailable()), reason=unavailable() or "namespaces available"),
-]
+pytestmark = namespace_marks()
 
 from tests.cluster import test_namespaces as base  # noqa: E402
 from tests.cluster.namespace_cluster import POLICY_PORT, NamespaceCluster, _wait  # noqa: E402
