@@ -80,8 +80,6 @@ class ScreenshotStore:
 def screenshot_store(root: Path) -> ScreenshotStore:
     """The screenshot store under ``root`` with the remote this process's ``HALO_STORE_*`` names
     (none for a shared filesystem: ``root`` is the shared folder itself)."""
-    from halo.settings.store import StoreSettings
-    from halo.store import open_store
+    from halo.store import remote_store
 
-    settings = StoreSettings()
-    return ScreenshotStore(root, None if settings.backend == "shared_fs" else open_store(settings))
+    return ScreenshotStore(root, remote_store())
