@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from halo.settings.policy import PolicySettings
+from halo_policy.process_group import terminate_group
 
 logger = logging.getLogger("halo.policy.replica")
 RESTART_AFTER_S = 5.0  # a sidecar that keeps dying (Redis away) is restarted at most this often
@@ -106,12 +107,6 @@ class Sidecar:
                 os.killpg(self.proc.pid, signal.SIGTERM)
 
     def stop(self, grace_s: float = 15.0) -> None:
-        self.signal_stop()
-        if self.proc is None:
-            return
-        try:
-            self.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        self.stopped = True
+        if self.proc is not None:
+            terminate_group(self.proc, grace_s)

@@ -36,6 +36,7 @@ from threading import Thread
 from halo.settings.policy import PolicySettings
 from halo_model.resolution import resolve_model
 from halo_policy.capabilities import Advertiser
+from halo_policy.process_group import terminate_group
 from halo_policy.replica import ReplicaConfigError, Sidecar, sidecar_plan
 
 logger = logging.getLogger("halo.policy.server")
@@ -205,7 +206,7 @@ def serve(settings: PolicySettings | None = None) -> int:
     try:
         asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s))
     except Exception as exc:
-        _terminate(proc)
+        terminate_group(proc)
         pump.join(timeout=5)
         last = "\n".join(list(tail)[-15:])
         logger.error("policy server failed to start: %s\n--- last vLLM output ---\n%s", exc, last)
@@ -242,16 +243,3 @@ def _wait(proc: subprocess.Popen, sidecar: Sidecar | None) -> int:
         except subprocess.TimeoutExpired:
             if sidecar is not None:
                 sidecar.check()
-
-
-def _terminate(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
