@@ -40,9 +40,12 @@ fi
 umask 077
 mkdir -p var/compose
 resolved="var/compose/cpu.yml"
+# Resolved first, on its own: a file Compose cannot resolve (a missing env file, a bad variable) stops
+# here with Compose's own message, not as a YAML error below.
+config=$(docker-compose -p "$PROJECT" "${env_file[@]}" -f docker-compose.yml -f docker-compose.cpu.yml config) \
+  || { echo "compose_cpu.sh: docker-compose could not resolve the stack's files (above)" >&2; exit 2; }
 tmp=$(mktemp "$resolved.XXXXXX")  # its own file: two calls at once must not interleave
-docker-compose -p "$PROJECT" "${env_file[@]}" -f docker-compose.yml -f docker-compose.cpu.yml config \
-  | "$PY" -c '
+"$PY" -c '
 import sys, yaml
 doc = yaml.safe_load(sys.stdin)
 for svc in doc["services"].values():
@@ -51,6 +54,6 @@ for svc in doc["services"].values():
     if svc.get("network_mode") == "host":
         svc.pop("ports", None)
 yaml.safe_dump(doc, sys.stdout, sort_keys=False)
-' > "$tmp"
+' <<<"$config" > "$tmp"
 mv "$tmp" "$resolved"
 exec docker-compose -p "$PROJECT" --project-directory "$ROOT" -f "$resolved" "$@"

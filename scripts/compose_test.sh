@@ -52,7 +52,14 @@ docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md:
 command -v docker-compose >/dev/null 2>&1 || { log "docker-compose is missing (make setup installs it)"; exit 1; }
 
 stack_up=0
-host_env=$(mktemp -d)  # the host side's env file and logs (step 4)
+host_env=$(mktemp -d)  # this check's env file, and the host side's logs (step 4)
+# Its own env file (the Makefile's ENV_FILE; by default .env), holding this stack's token, for every
+# Compose call here (the trainer's `env_file` names it): the check neither needs nor touches the
+# checkout's .env, which a fresh clone does not have; `make up` (step 4) adds HALO_STACK to it.
+env_file="$host_env/env"
+printf 'HALO_TRAINER_API_TOKEN=%s\n' "$HALO_TRAINER_API_TOKEN" > "$env_file"
+chmod 600 "$env_file"
+export HALO_ENV_FILE="$env_file"
 cleanup() {
   local rc=$?
   if [ "$stack_up" = 1 ]; then
@@ -118,11 +125,6 @@ t_healthy=$(( $(now) - t_up ))
 log "every service healthy after ${t_healthy}s"
 
 # --- 4: the host side: make up, make train (the CLI in the trainer container), no .venv ---------
-# Its own env file (the Makefile's ENV_FILE; by default .env), holding this stack's token, so the
-# check neither reads nor writes the checkout's .env; `make up` adds HALO_STACK to it.
-env_file="$host_env/env"
-printf 'HALO_TRAINER_API_TOKEN=%s\n' "$HALO_TRAINER_API_TOKEN" > "$env_file"
-chmod 600 "$env_file"
 # What reaches the host commands: a system PATH, HOME (Docker's client settings), the env file, and
 # the variables that name this check's project, ports and images (HALO_CPU_*, the build's CA text).
 host_vars=(PATH="$HOST_PATH" HOME="$HOME" ENV_FILE="$env_file" HALO_EXTRA_CA_CERTS="$HALO_EXTRA_CA_CERTS")
@@ -150,15 +152,24 @@ run_id=$(sed -n 's/.*run \([A-Za-z0-9._-]*\) submitted.*/\1/p' "$train_out" | he
 [ -n "$run_id" ] || { log "make train printed no run id"; exit 1; }
 if grep -q 'scripts/setup\.sh\|\.venv/' "$train_out"; then log "make train touched the host's setup or .venv"; exit 1; fi
 log "make train: run $run_id finished after ${t_run}s"
+# vLLM's own log says which of the run's adapters it loaded and removed; an ended run's adapters must
+# have left vLLM (the trainer unloads them at the end), so /v1/models lists none of them now.
+compose logs --no-color policy > "$host_env/policy.log" 2>/dev/null || true
 models=$(curl -sS --fail "$POLICY_URL/v1/models" || true)
-adapter=$(printf '%s' "$models" | "$PY" -c '
+read -r adapter adapters_left < <(printf '%s' "$models" | "$PY" -c '
 import json, re, sys
+run, log = sys.argv[1], open(sys.argv[2], errors="replace").read()
+named = lambda verb: {int(v) for v in re.findall(verb + r" LoRA adapter: name ." + re.escape(run) + r"-v(\d+)", log)}
+loaded, removed = named("Loaded new"), named("Removed")
 ids = [m["id"] for m in json.load(sys.stdin).get("data", [])]
-vs = [int(m.group(1)) for i in ids if (m := re.fullmatch(re.escape(sys.argv[1]) + r"-v(\d+)", i))]
-print(f"{sys.argv[1]}-v{max(vs)}" if vs and max(vs) >= 1 else "")
-' "$run_id" 2>/dev/null || true)
-[ -n "$adapter" ] || { log "vLLM lists no adapter of $run_id: $models"; exit 1; }
-log "vLLM lists $adapter"
+listed = [i for i in ids if re.fullmatch(re.escape(run) + r"-v\d+", i)]
+left = len(listed) + len(loaded - removed)
+print(f"{run}-v{max(loaded)}" if loaded and max(loaded) >= 1 else "-", left)
+' "$run_id" "$host_env/policy.log" 2>/dev/null || echo "- -1")
+[ "$adapter" != "-" ] || { log "vLLM's log shows no adapter of $run_id loaded"; exit 1; }
+log "vLLM loaded $adapter (its log)"
+[ "$adapters_left" = 0 ] || { log "$adapters_left adapter(s) of the ended run $run_id left in vLLM: $models"; exit 1; }
+log "the ended run's adapters left vLLM (removed in its log, none in /v1/models)"
 # Read through the policy container: the file is on the shared volume, not only in the trainer.
 metrics_lines=$(compose exec -T policy sh -c "test -s /data/runs/$run_id/metrics.jsonl && wc -l < /data/runs/$run_id/metrics.jsonl" | tr -d '[:space:]' || true)
 [ -n "$metrics_lines" ] && [ "$metrics_lines" -ge 1 ] || { log "no metrics in /data/runs/$run_id/metrics.jsonl"; exit 1; }
@@ -178,5 +189,5 @@ fi
 grep -q 'make up' "$host_env/after.log" && ! grep -q 'setup\.sh\|\.venv' "$host_env/after.log" \
   || { log "make train with the stack down did not ask for make up:"; cat "$host_env/after.log" >&2; exit 1; }
 log "make train with the stack down fails and asks for make up (no host fallback)"
-printf '{"run_id": "%s", "adapter": "%s", "metrics_lines": %s, "containers_left": %s, "build_s": %s, "healthy_s": %s, "make_up_s": %s, "train_s": %s, "down_s": %s, "host_path": "%s", "no_fallback": true}\n' \
-  "$run_id" "$adapter" "$metrics_lines" "$left" "$t_build" "$t_healthy" "$t_make_up" "$t_run" "$t_down" "$HOST_PATH"
+printf '{"run_id": "%s", "adapter": "%s", "adapters_left": %s, "metrics_lines": %s, "containers_left": %s, "build_s": %s, "healthy_s": %s, "make_up_s": %s, "train_s": %s, "down_s": %s, "host_path": "%s", "no_fallback": true}\n' \
+  "$run_id" "$adapter" "$adapters_left" "$metrics_lines" "$left" "$t_build" "$t_healthy" "$t_make_up" "$t_run" "$t_down" "$HOST_PATH"

@@ -44,7 +44,8 @@ def test_compose_stack_trains_and_comes_down() -> None:
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     run_id = summary["run_id"]
     version = re.fullmatch(re.escape(run_id) + r"-v(\d+)", summary["adapter"])
-    assert version and int(version.group(1)) >= 1, summary
+    assert version and int(version.group(1)) >= 1, summary  # vLLM's log: it loaded the run's adapter
+    assert summary["adapters_left"] == 0, summary  # and the ended run's adapters left it
     assert summary["metrics_lines"] >= 1, summary
     assert summary["containers_left"] == 0, summary
     # The host side ran with a system PATH only, and nothing fell back to the host after `down`.
