@@ -22,6 +22,7 @@ import ray
 import redis
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
+from halo import cluster_nodes
 from halo.schemas.cluster import ClusterStatus, RolloutNodeStatus
 from halo.settings.cluster import ClusterSettings
 from halo_cluster.node_plan import NodePlan
@@ -36,7 +37,7 @@ def actor_name(index: int) -> str:
 
 
 def status_key(settings: ClusterSettings) -> str:
-    return f"{settings.key_prefix}status"
+    return cluster_nodes.status_key(settings.key_prefix)
 
 
 def wanted_key(settings: ClusterSettings) -> str:

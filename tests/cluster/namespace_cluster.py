@@ -111,18 +111,17 @@ class NamespaceCluster:
         up = self.halo(self.head, "cluster", "up", timeout=600)
         assert up.returncode == 0, f"halo cluster up failed:\n{up.stdout}\n{up.stderr}"
 
-    def start_trainer(self, status: ClusterStatus) -> None:
-        """The run API, once a rollout node runs: the trainer lists and probes tasks through n1's
-        env and reward (it plays no episode itself). n1, because the scenarios kill and cut off n2,
-        whose services come back on other ports."""
-        first = next(n for n in status.nodes if n.address == self.ns.nodes[1].address).urls
+    def start_trainer(self) -> None:
+        """The run API, once the rollout nodes run: the trainer lists and probes tasks, and checks
+        readiness, on any running node's env and reward (``HALO_TRAINER_CLUSTER_NODES``, the
+        supervisor's status; it plays no episode itself), so a node killed or cut off, whose services
+        come back on other ports, does not stop new runs."""
         trainer_env = self.env(
             HALO_TRAINER_HOST=self.head.address,
             HALO_TRAINER_PORT=str(TRAINER_PORT),
             HALO_TRAINER_API_TOKEN=TRAINER_TOKEN,
             HALO_TRAINER_POLICY_URL=self.policy_url,
-            HALO_TRAINER_ENV_URL=first["env"],
-            HALO_TRAINER_REWARD_URL=first["reward"],
+            HALO_TRAINER_CLUSTER_NODES="halo:cluster:",  # the cluster's key prefix (its default)
             HALO_TRAINER_ROLLOUT_WORKERS="0",  # every episode is played on the rollout nodes
         )
         self.procs.append(

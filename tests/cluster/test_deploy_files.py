@@ -85,6 +85,8 @@ def test_the_head_file_resolves_to_redis_the_ray_head_its_supervisor_and_the_tra
     assert (trainer["HALO_TRAINER_HOST"], trainer["HALO_TRAINER_PORT"]) == ("10.0.0.1", "8400")
     assert trainer["HALO_TRAINER_API_TOKEN"] == "api-token"
     assert trainer["HALO_TRAINER_POLICY_REPLICAS"] == PREFIX
+    # The head runs no env or reward: the trainer finds them on the running nodes, under the same prefix.
+    assert trainer["HALO_TRAINER_CLUSTER_NODES"] == PREFIX and "HALO_TRAINER_ENV_URL" not in trainer
     assert trainer["HALO_TRAINER_ROLLOUT_WORKERS"] == "0"
     _settings_accept(sup, "halo.settings.cluster", "ClusterSettings")
     _settings_accept(sup, "halo.settings.store", "StoreSettings")

@@ -140,7 +140,8 @@ def cluster(tmp_path_factory):
             c.replica_proc = start_policy(c, n1, "policy-n1.log")
             for node in ns.nodes[1:]:
                 c.join(node)
-            c.start_trainer(c.wait_nodes(ns.nodes[1:]))
+            c.wait_nodes(ns.nodes[1:])
+            c.start_trainer()
             c.wait_head_ready()
             _wait("vLLM on n1", lambda: httpx.get(f"{replica_url(n1)}/health", timeout=5).is_success, 900, 2)
             sidecars = [start_sidecar(c, n0, "n0"), start_sidecar(c, n1, "n1")]

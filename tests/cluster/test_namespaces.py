@@ -42,7 +42,8 @@ def cluster(tmp_path_factory):
             c.start_head()
             for node in ns.nodes[1:]:
                 c.join(node)
-            c.start_trainer(c.wait_nodes(ns.nodes[1:]))
+            c.wait_nodes(ns.nodes[1:])
+            c.start_trainer()
             c.wait_head_ready()
             yield c
         except BaseException:

@@ -83,6 +83,12 @@ class TrainerSettings(HaloSettings):
         description="With policy_replicas: how long a job stays on the replica it started on (its forks share "
         "that replica's prompt cache), s",
     )
+    cluster_nodes: str | None = Field(
+        None,
+        description="Redis key prefix of the cluster (HALO_CLUSTER_KEY_PREFIX, `halo:cluster:`): list and probe a run's "
+        "tasks, and check readiness, through any running rollout node's env and reward (the supervisor's status), "
+        "not env_url and reward_url; None = env_url and reward_url",
+    )
     target: Literal["cpu", "gpu"] = Field(
         "cpu",
         description="cpu: the learner loads the tiny Qwen3-VL and runs use the `tiny` profile; "

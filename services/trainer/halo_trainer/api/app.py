@@ -21,6 +21,7 @@ from halo.service import add_health_routes, install_error_handlers, redis_check
 from halo.settings import log_settings
 from halo.settings.eval import EvalSettings
 from halo.settings.trainer import TrainerSettings
+from halo_trainer.api.node_services import NodeTaskProbe, node_ready_check
 from halo_trainer.api.promotion import promotion_router
 from halo_trainer.api.run_routes import runs_router
 from halo_trainer.api.runs import RunManager
@@ -52,7 +53,13 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
         redis = aioredis.from_url(settings.redis_url)
         services = make_services(settings, redis)
         store = screenshot_store(settings.screenshots_dir)
-        manager = RunManager(settings, redis, services.policy, store, services.env)
+        # On a cluster a run's tasks are listed and probed on a running node's env, not on env_url.
+        tasks_env = (
+            services.env
+            if settings.cluster_nodes is None
+            else NodeTaskProbe(redis, settings.cluster_nodes, settings.request_timeout_s)
+        )
+        manager = RunManager(settings, redis, services.policy, store, tasks_env)
         stop_workers = asyncio.Event()
         workers = [
             asyncio.create_task(work(f"trainer-worker-{i}", redis, services, settings, stop_workers))
@@ -74,6 +81,8 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
             await probes.aclose()
             if replicas_probe is not None:
                 await replicas_probe.aclose()
+            if nodes_redis is not None:
+                await nodes_redis.aclose()
             await redis.aclose()
 
     app = FastAPI(title="HALO trainer", lifespan=lifespan)
@@ -95,13 +104,22 @@ def create_app(settings: TrainerSettings | None = None, eval_settings: EvalSetti
     probes = httpx.AsyncClient(timeout=10, limits=httpx.Limits(max_keepalive_connections=0))
     # Over policy replicas there is no one URL to probe: ready while any live replica's engine answers.
     replicas_probe = policy_client(settings) if settings.policy_replicas is not None else None
+    # Over rollout nodes, likewise: ready while any running node's env (and reward) answers.
+    nodes_prefix = settings.cluster_nodes
+    nodes_redis = aioredis.from_url(settings.redis_url) if nodes_prefix is not None else None
+
+    def node_or_url(service: str, url: str):
+        if nodes_prefix is None:
+            return _http_check(probes, f"{url}/ready")
+        return node_ready_check(nodes_redis, nodes_prefix, service, probes)
+
     add_health_routes(
         app,
         "trainer",
         {
             "redis": redis_check(settings.redis_url),
-            "env": _http_check(probes, f"{settings.env_url}/ready"),
-            "reward": _http_check(probes, f"{settings.reward_url}/ready"),
+            "env": node_or_url("env", settings.env_url),
+            "reward": node_or_url("reward", settings.reward_url),
             "policy": _http_check(probes, f"{settings.policy_url}/health")
             if replicas_probe is None
             else replicas_probe.health,

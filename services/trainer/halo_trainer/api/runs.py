@@ -23,7 +23,6 @@ import redis.asyncio as aioredis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
-from halo.clients import EnvClient
 from halo.policy_client import PolicyClient
 from halo.schemas import Algorithm, RunPhase, RunSpec, RunState, RunStatus
 from halo.screenshots import ScreenshotStore
@@ -34,7 +33,7 @@ from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.api.capabilities import learner_refusals, refusals, replica_refusals, served_capabilities
 from halo_trainer.api.registry import RunRegistry
-from halo_trainer.api.task_sets import TaskSet, TaskSetError, choose_tasks
+from halo_trainer.api.task_sets import TaskProbe, TaskSet, TaskSetError, choose_tasks
 from halo_trainer.checks.prompt_check import PromptCheckFailed
 from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve, saved_run
 from halo_trainer.mcts.search import check_critic
@@ -97,7 +96,7 @@ class RunManager:
         redis: aioredis.Redis,
         policy: PolicyClient,
         store: ScreenshotStore,
-        env: EnvClient,
+        env: TaskProbe,
     ) -> None:
         self.settings, self.redis, self.policy, self.store, self.env = settings, redis, policy, store, env
         self.registry = RunRegistry(redis, settings.runs_dir)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from halo.clients import EnvClient
 from halo.schemas import RunSpec
 from halo.schemas.tasks import TaskReachability
 from halo.transport import CallError
@@ -26,6 +26,13 @@ logger = logging.getLogger("halo.trainer.task_sets")
 
 PROBE_TIMEOUT_S = 3.0  # per origin; all origins are probed concurrently
 SHOWN = 12  # task ids named in the note before it says "and N more"
+
+
+class TaskProbe(Protocol):
+    """Where a run's tasks are listed and probed: the env's client, or a running cluster node's env
+    (``api.node_services.NodeTaskProbe``)."""
+
+    async def reachability(self, domain: str, timeout_s: float = ...) -> list[TaskReachability]: ...
 
 
 class TaskSetError(Exception):
@@ -43,7 +50,7 @@ class TaskSet:
     note: str | None = None
 
 
-async def choose_tasks(env: EnvClient, spec: RunSpec, timeout_s: float = PROBE_TIMEOUT_S) -> TaskSet:
+async def choose_tasks(env: TaskProbe, spec: RunSpec, timeout_s: float = PROBE_TIMEOUT_S) -> TaskSet:
     """The run's tasks: ``spec.tasks`` if named (all kept), else the domain's reachable tasks."""
     try:
         probed = await env.reachability(spec.domain, timeout_s)
