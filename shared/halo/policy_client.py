@@ -317,11 +317,16 @@ class PolicyClient(PolicyPublishing):
         model: str | None = None,
         temperature: float = 0.0,
         regex: str | None = None,
+        job_id: str | None = None,
+        run_id: str | None = None,
     ) -> str:
         """One answer's text to the caller's own messages (the MCTS self-critique), optionally
-        constrained to ``regex`` by vLLM's structured outputs; ``model`` defaults to the current one."""
+        constrained to ``regex`` by vLLM's structured outputs; ``model`` defaults to the current one.
+        ``job_id`` and ``run_id`` as for ``sample_actions``: a search's critique goes to the replica
+        its job samples from, and an answer from another version raises ``WrongAdapter``."""
+        name = model or self._current
         body: dict[str, Any] = {
-            "model": model or self._current,
+            "model": name,
             "messages": messages,
             "n": 1,
             "temperature": temperature,
@@ -331,7 +336,10 @@ class PolicyClient(PolicyPublishing):
         }
         if regex is not None:
             body["structured_outputs"] = {"regex": regex}
-        data, _ = await self._answer(body)
+        data, replica = await self._answer(body, job_id=job_id, run_id=run_id)
+        answered = str(data.get("model", name))
+        if answered != name:
+            raise WrongAdapter(SERVICE, f"asked {name!r} but {answered!r} answered{_at(replica)}")
         try:
             return data["choices"][0]["message"].get("content") or ""
         except (LookupError, TypeError, AttributeError) as exc:

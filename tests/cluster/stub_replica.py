@@ -10,6 +10,7 @@ whatever was asked: the replica that silently serves another version, which the 
 ``--fail-loads`` makes every adapter load fail (500) while the rest works: a replica a version
 cannot reach. ``--only-under DIR`` is a replica on a machine whose only files are under DIR: a load
 whose ``lora_path`` is elsewhere, or holds no ``adapter_config.json``, fails with 400 as vLLM's does.
+``/answered`` (not vLLM's) counts the chat requests it answered: which replica a request went to.
 
 ``python -m tests.cluster.stub_replica --port P [--latency-ms 30] [--load-ms 200] [--max-loras 4]
 [--base tiny-base]``
@@ -93,6 +94,10 @@ def build_app(
         answered[0] += 1
         wrong = answer_as and answered[0] % wrong_every == 0
         return {"model": answer_as if wrong else model, "choices": choices, "prompt_token_ids": [1, 2, 3]}
+
+    @app.get("/answered")
+    async def answered_count() -> dict:
+        return {"answered": answered[0]}  # how many chat requests this replica answered
 
     return app
 

@@ -67,6 +67,32 @@ async def test_a_jobs_samples_stay_on_its_replica_and_fail_over_when_it_dies(cli
     assert await client.replica_count() == 2
 
 
+async def test_a_searchs_critique_goes_to_its_jobs_replica(client, stubs) -> None:
+    """The MCTS self-critique (``complete``) with the search's job id is answered by the replica the
+    job samples from, also after the job moved on a failover; without a job id, by a live one."""
+    stubs += start_replicas(3, "--latency-ms", "5", "--base", BASE)
+    await join(client, stubs)
+    critique = [{"role": "user", "content": "rank"}]
+
+    def answered() -> dict[str, int]:
+        live = [s for s in stubs if s.proc is not None and s.proc.poll() is None]
+        return {s.replica_id: httpx.get(f"{s.url}/answered", timeout=10).json()["answered"] for s in live}
+
+    async def critic_replica(job_id: str | None) -> set[str]:
+        before = answered()
+        assert await client.complete(critique, max_tokens=8, model=BASE, job_id=job_id, run_id="run-a") == "click(1)"
+        return {rid for rid, n in answered().items() if n != before.get(rid, 0)}
+
+    first = (await ask(client, "run-a-j1")).replica
+    for _ in range(3):
+        assert await critic_replica("run-a-j1") == {first}
+    next(s for s in stubs if s.replica_id == first).kill()
+    moved = await critic_replica("run-a-j1")  # the critique itself fails over, and the job stays there
+    assert len(moved) == 1 and first not in moved
+    assert {(await ask(client, "run-a-j1")).replica} == moved
+    assert len(await critic_replica(None)) == 1
+
+
 async def test_an_answer_from_another_version_fails_the_job_as_infrastructure_with_nothing_to_train_on(
     client, stubs
 ) -> None:

@@ -192,8 +192,14 @@ class SelfCritic(_RankingCritic):
 
     async def ask(self, node: NodeView, messages: list[dict], k: int) -> str:
         version = await self.svc.current_policy(node.job.run_id)
+        # On the replica the search samples from (its job's), as every sample of the search is.
         return await self.svc.policy.complete(
-            messages, model=version.adapter_name, max_tokens=8 + 4 * k, regex=ranking_regex(k)
+            messages,
+            model=version.adapter_name,
+            max_tokens=8 + 4 * k,
+            regex=ranking_regex(k),
+            job_id=node.job.job_id,
+            run_id=node.job.run_id,
         )
 
 
