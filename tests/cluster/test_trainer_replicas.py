@@ -93,6 +93,18 @@ async def test_a_searchs_critique_goes_to_its_jobs_replica(client, stubs) -> Non
     assert len(await critic_replica(None)) == 1
 
 
+async def test_each_transition_records_the_replica_that_answered_its_prompt(client, stubs) -> None:
+    stubs += start_replicas(2, "--latency-ms", "5", "--base", BASE)
+    await join(client, stubs)
+    svc = services(EnvStandIn(), reward=RewardStandIn(), current=fixed_policy(version0("run-a")))
+    svc.policy = client
+    result = await run_job(svc, job_for("run-a", group_size=2, max_steps=2))
+    assert result.infra_error is None and result.transitions, result.infra_error
+    replicas = {t.prompt.replica for t in result.transitions}
+    # One job stays on one replica (sticky), and the record names it.
+    assert len(replicas) == 1 and replicas <= {s.replica_id for s in stubs}, replicas
+
+
 async def test_an_answer_from_another_version_fails_the_job_as_infrastructure_with_nothing_to_train_on(
     client, stubs
 ) -> None:

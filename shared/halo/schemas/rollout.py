@@ -143,6 +143,9 @@ class PromptRecord(Message):
     history: list[str] = Field(default_factory=list)  # previous actions, oldest first
     screenshot_sha256: str
     prompt_token_ids: list[int]
+    # The policy replica that answered it (its candidates, token ids and log-probs); None: the one
+    # server at the trainer's policy_url. A run over replicas can tell from it where each sample came from.
+    replica: str | None = None
 
 
 class Transition(Message):

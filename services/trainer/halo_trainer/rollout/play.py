@@ -251,6 +251,7 @@ async def sample_candidates(
         history=list(history),
         screenshot_sha256=obs.screenshot.sha256,
         prompt_token_ids=result.prompt_token_ids,
+        replica=result.replica,
     )
     return result.candidates, prompt, version.version
 
