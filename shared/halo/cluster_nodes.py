@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import redis.asyncio as aioredis
+from pydantic import ValidationError
+from redis.exceptions import RedisError
 
 from halo.schemas.cluster import ClusterStatus
 from halo.transport import ServiceUnavailable
@@ -45,7 +47,12 @@ async def on_any_node(redis: aioredis.Redis, prefix: str, service: str, call: Ca
     from a node that did answer) is the call's answer and is raised as it is.
 
     Raises ``ServiceUnavailable`` naming each node tried and why, or saying that no node runs."""
-    urls = await running_urls(redis, prefix, service)
+    try:
+        urls = await running_urls(redis, prefix, service)
+    except (RedisError, ValidationError) as exc:  # Redis away, or a record this version cannot read
+        raise ServiceUnavailable(
+            service, f"cannot read the cluster status under {status_key(prefix)!r}: {exc}"
+        ) from exc
     if not urls:
         raise ServiceUnavailable(
             service,

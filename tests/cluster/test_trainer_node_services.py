@@ -108,6 +108,14 @@ async def test_no_running_node_refuses_the_run_saying_so(aredis, redis_url, key_
     assert "no rollout node is running" in str(refused.value) and "halo cluster status" in str(refused.value)
 
 
+async def test_an_unreadable_status_refuses_the_run_saying_so(aredis, redis_url, key_prefix) -> None:
+    prefix = f"{key_prefix}:"
+    redis.Redis.from_url(redis_url).set(status_key(prefix), b'{"nodes": "not a list"}')
+    with pytest.raises(TaskSetError) as refused:
+        await choose_tasks(NodeTaskProbe(aredis, prefix, timeout_s=5), RunSpec(domain="omnizon"))
+    assert refused.value.status == 503 and "cannot read the cluster status" in str(refused.value)
+
+
 async def test_a_node_that_answers_with_an_error_is_the_answer(env, aredis, redis_url, key_prefix) -> None:
     """A 4xx from a node that answered is not a dead node: it is raised, not retried on the next one."""
     prefix = f"{key_prefix}:"
