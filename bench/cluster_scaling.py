@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from halo.settings.cluster import ClusterSettings  # noqa: E402
 from halo_cluster.ray_auth import use_token_here  # noqa: E402
-from tests.cluster.stub_node import StubJob, job_queue  # noqa: E402
+from tests.cluster.stub_node import publish_stub_jobs  # noqa: E402
 from tests.cluster.stub_plan import stub_plan  # noqa: E402
 
 REDIS_URL = os.environ.get("HALO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -49,15 +49,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def publish(prefix: str, jobs: int, steps: int) -> None:
-    import redis.asyncio as aioredis
-
-    client = aioredis.from_url(REDIS_URL)
-    queue = job_queue(client, prefix)
-    for i in range(jobs):
-        job_id = f"bench-{i}-{uuid.uuid4().hex[:6]}"
-        await queue.publish(StubJob(job_id=job_id, steps=steps), dedup_id=job_id)
-    await client.aclose()
+async def publish(prefix: str, jobs: int, steps: int) -> list[str]:
+    return await publish_stub_jobs(REDIS_URL, prefix, jobs, steps, name="bench")
 
 
 def main() -> None:

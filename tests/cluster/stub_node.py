@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import os
 import socket
+import uuid
 
 import httpx
 import redis.asyncio as aioredis
@@ -32,6 +33,17 @@ class StubJob(BaseModel):
 
 def job_queue(client: aioredis.Redis, prefix: str, claim_idle_ms: int = 3_000) -> StreamQueue[StubJob]:
     return StreamQueue(client, f"{prefix}jobs", "workers", StubJob, claim_idle_ms=claim_idle_ms)
+
+
+async def publish_stub_jobs(redis_url: str, prefix: str, count: int, steps: int, name: str = "job") -> list[str]:
+    """``count`` jobs of ``steps`` steps on ``<prefix>jobs``, each once (its id is its dedup id); their ids."""
+    client = aioredis.from_url(redis_url)
+    queue = job_queue(client, prefix)
+    ids = [f"{name}-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
+    for job_id in ids:
+        await queue.publish(StubJob(job_id=job_id, steps=steps), dedup_id=job_id)
+    await client.aclose()
+    return ids
 
 
 def serve_env(port: int, latency_ms: float, host: str) -> None:

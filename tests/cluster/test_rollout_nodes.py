@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import time
-import uuid
 
 import pytest
 import redis
@@ -16,7 +15,7 @@ import redis
 from halo.schemas.cluster import ClusterStatus
 from halo.settings.cluster import ClusterSettings
 from halo_cluster.node_plan import NodePlan, ProcessSpec
-from tests.cluster.stub_node import StubJob, job_queue
+from tests.cluster.stub_node import publish_stub_jobs
 from tests.cluster.stub_plan import stub_plan
 
 ray = pytest.importorskip("ray")
@@ -49,15 +48,7 @@ def states(status: ClusterStatus) -> list[str]:
 
 
 async def publish_jobs(redis_url: str, prefix: str, count: int, steps: int = 2) -> list[str]:
-    import redis.asyncio as aioredis
-
-    client = aioredis.from_url(redis_url, decode_responses=True)
-    queue = job_queue(client, prefix)
-    ids = [f"job-{i}-{uuid.uuid4().hex[:6]}" for i in range(count)]
-    for job_id in ids:
-        await queue.publish(StubJob(job_id=job_id, steps=steps), dedup_id=job_id)
-    await client.aclose()
-    return ids
+    return await publish_stub_jobs(redis_url, prefix, count, steps)
 
 
 def wait_jobs_done(redis_url: str, prefix: str, ids: list[str], timeout_s: float = 60.0) -> dict[str, str]:
