@@ -48,6 +48,7 @@ from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams, StructuredMode
 from halo.settings.policy import PolicySettings
 from halo.transport import CallError, ServiceFailed, ServiceUnavailable, Transport
+from halo.vllm_chat import post_chat
 
 # The results and errors are re-exported: the trainer (its rollouts, publisher and tests) imports
 # them from here, with the client.
@@ -360,7 +361,7 @@ class PolicyClient(PolicyPublishing):
 
     async def _chat(self, body: dict[str, Any]) -> httpx.Response:
         try:
-            return await self._http.request("POST", "/v1/chat/completions", json=body)
+            return await post_chat(self._http, body)
         except ServiceFailed as exc:
             # A 5xx may mean the engine died under us: say so instead of a bare 500.
             try:

@@ -31,6 +31,7 @@ import redis.asyncio as aioredis
 from halo.policy_errors import WrongAdapter
 from halo.schemas.cluster import ReplicaRecord
 from halo.transport import CallError, NotFound, ServiceUnavailable, Transport
+from halo.vllm_chat import post_chat
 
 logger = logging.getLogger("halo.policy_replicas")
 SERVICE = "policy replica"
@@ -183,9 +184,7 @@ class ReplicaPool:
             started = time.perf_counter()
             async with self.registry.using(job_id, exclude=frozenset(tried)) as replica:
                 try:
-                    response = await self.transport(replica.url).request(
-                        "POST", "/v1/chat/completions", json=body, retry=False
-                    )
+                    response = await post_chat(self.transport(replica.url), body, retry=False)
                 except (ServiceUnavailable, NotFound) as exc:
                     failure: CallError | None = exc
                 else:

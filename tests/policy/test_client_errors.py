@@ -11,7 +11,7 @@ import pytest
 from halo.policy_client import PolicyClient
 from halo.policy_errors import EngineDead
 from halo.settings.policy import PolicySettings
-from halo.transport import NotFound, ServiceRejected, ServiceTimeout, ServiceUnavailable
+from halo.transport import NotFound, ServiceFailed, ServiceRejected, ServiceTimeout, ServiceUnavailable
 from tests.conftest import free_port
 
 PNG_1x1 = bytes.fromhex(
@@ -64,6 +64,60 @@ async def test_dead_engine_is_reported_as_such(dead_engine_url: str) -> None:
             await client.health()
         with pytest.raises(EngineDead, match="EngineCore encountered an issue"):
             await client.sample_actions(PNG_1x1, "goal", n=1)
+
+
+# vLLM 0.32's answer to a request whose image its engine process no longer holds (tests/policy/
+# test_image_cache_drift.py makes that happen with the real server).
+_DRIFT_500 = (
+    b'{"error": {"message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}}'
+)
+
+
+class _DriftOnce(http.server.BaseHTTPRequestHandler):
+    """A 500 on the first ``failures`` chat requests, then an answer; ``/health`` is fine."""
+
+    failures = 1
+    posts = 0
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).posts += 1
+        failing = type(self).posts <= type(self).failures
+        body = _DRIFT_500 if failing else b'{"model": "halo-base", "choices": [{"message": {"content": "ok"}}]}'
+        self.send_response(500 if failing else 200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+async def test_a_500_is_sent_once_more_and_only_once(failures: int) -> None:
+    """vLLM's recovery from its image caches drifting is the client's second send; a 500 that
+    comes back again is raised, not retried further (the 5xx retries are for 502-504)."""
+    handler = type("Handler", (_DriftOnce,), {"failures": failures, "posts": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        async with PolicyClient(url, "halo-base", max_retries=3, backoff_s=0.01) as client:
+            if failures == 1:
+                assert await client.complete([{"role": "user", "content": "hi"}], max_tokens=2) == "ok"
+            else:
+                with pytest.raises(ServiceFailed, match="answered 500: Internal server error"):
+                    await client.complete([{"role": "user", "content": "hi"}], max_tokens=2)
+        assert handler.posts == 2
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.slow
