@@ -1,0 +1,140 @@
+"""What the pre-registered learning comparison on the streak task measures, read from its run folders
+(docs/preregistration-learning-pg13.md): per run, greedy held-out success and the greedy episodes
+that reached each stage at every evaluation, with the env steps and wall minutes at that point; for
+GRPO runs the share of sampled actions that pressed the button, the first 3 updates against the
+last 3; for MCTS runs the preference pairs and the searches that saw a success; and per method the
+pooled greedy success at the last evaluation with its 95 % Wilson interval.
+
+    .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-* \\
+        --out docs/data/pg13_learning.json
+
+A press is a sampled action whose transition was paid a ``pressed_k`` milestone (every press pays
+the next stage: a miss resets the count, and the episode goes on). Env steps are counted as the
+viewer and ``halo_trainer.observe.plots`` count them. Reads the folders only; nothing runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from halo_trainer.observe.metrics import wilson_interval
+from halo_trainer.observe.plots import env_steps_by_update
+from halo_trainer.observe.viewer.folders import whole_records
+
+STAGES = ("pressed_1", "pressed_2", "pressed_3")
+WINDOW = 3  # updates counted as the first and the last (the pre-registration's)
+
+
+def _paid(episode: dict) -> set[str]:
+    return {m for step in episode["steps"] for cand in step["candidates"] for m in cand.get("milestones") or []}
+
+
+def press_share(episodes: list[dict], updates: list[int]) -> dict:
+    """Sampled training actions in ``updates`` that pressed the button, with their Wilson interval."""
+    presses = tried = 0
+    for ep in episodes:
+        if ep.get("purpose") == "eval" or int(ep["update"]) not in updates:
+            continue
+        for step in ep["steps"]:
+            for cand in step["candidates"]:
+                tried += 1
+                presses += any(m.startswith("pressed_") for m in cand.get("milestones") or [])
+    low, high = wilson_interval(presses, tried) if tried else (0.0, 1.0)
+    return {"updates": updates, "presses": presses, "actions": tried, "wilson95": [round(low, 4), round(high, 4)]}
+
+
+def record(run_dir: Path) -> dict:
+    """One run's measures (see the module's docstring)."""
+    config = json.loads((run_dir / "config.json").read_text())["run"]
+    created = float(json.loads((run_dir / "status.json").read_text())["created_at"])
+    metrics = whole_records(run_dir / "metrics.jsonl")
+    episodes = whole_records(run_dir / "episodes.jsonl")
+    steps = env_steps_by_update(metrics)
+    # An update that trained (the training episodes an update's jobs wrote are tagged with it).
+    trained = sorted({int(ep["update"]) for ep in episodes if ep.get("purpose") != "eval"})
+    evaluations = []
+    for e in whole_records(run_dir / "eval.jsonl"):
+        update = int(e["update"])
+        greedy = [ep for ep in episodes if ep.get("purpose") == "eval" and int(ep["update"]) == update]
+        n = round(e.get("eval/episodes", len(greedy)))
+        evaluations.append(
+            {
+                "update": update,
+                "env_steps": steps.get(update, max(steps.values())),
+                "minutes": round((e["time"] - created) / 60, 1),
+                "successes": round(e["eval/success_rate"] * n),
+                "episodes": n,
+                "reached": {s: sum(s in _paid(ep) for ep in greedy) for s in STAGES},
+            }
+        )
+    out = {
+        "run_id": run_dir.name,
+        "algorithm": config["algorithm"],
+        "seed": config.get("seed"),
+        "updates": len(metrics),
+        "evaluations": evaluations,
+    }
+    if config["algorithm"] == "grpo":
+        out["sampled_presses_first"] = press_share(episodes, trained[:WINDOW])
+        out["sampled_presses_last"] = press_share(episodes, trained[-WINDOW:])
+    else:
+        out["pairs_per_iteration"] = [m.get("dpo/pairs", 0.0) for m in metrics]
+        out["searches_that_saw_a_success"] = [
+            round(m.get("mcts/success_found", 0.0) * m.get("mcts/searches", 0.0)) for m in metrics
+        ]
+    return out
+
+
+def pooled_last(runs: list[dict]) -> dict[str, dict]:
+    """Per method: greedy successes and episodes at each run's last evaluation, pooled, with Wilson."""
+    by_method: dict[str, list[dict]] = {}
+    for run in runs:
+        if run["evaluations"]:
+            by_method.setdefault(run["algorithm"], []).append(run["evaluations"][-1])
+    pooled = {}
+    for method, lasts in sorted(by_method.items()):
+        hits, n = sum(e["successes"] for e in lasts), sum(e["episodes"] for e in lasts)
+        low, high = wilson_interval(hits, n) if n else (0.0, 1.0)
+        pooled[method] = {
+            "runs": len(lasts),
+            "successes": hits,
+            "episodes": n,
+            "wilson95": [round(low, 3), round(high, 3)],
+            "runs_at_or_above_half": sum(e["successes"] >= e["episodes"] / 2 for e in lasts),
+            "runs_reaching_pressed_1": sum(e["reached"]["pressed_1"] > 0 for e in lasts),
+        }
+    return pooled
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, nargs="+", help="run folders (var/runs/<run_id>)")
+    parser.add_argument("--out", type=Path, help="write the record here as JSON")
+    args = parser.parse_args(argv)
+    for run_dir in args.run_dir:
+        if not (run_dir / "config.json").is_file():
+            parser.error(f"{run_dir} is not a run folder (no config.json)")
+    runs = [record(d) for d in args.run_dir]
+    result = {"runs": runs, "pooled_at_last_evaluation": pooled_last(runs)}
+    for run in runs:
+        curve = " ".join(
+            f"u{e['update']}:{e['successes']}/{e['episodes']}(p1 {e['reached']['pressed_1']})@{e['env_steps']:.0f}st,{e['minutes']}m"
+            for e in run["evaluations"]
+        )
+        extra = (
+            f" presses first {run['sampled_presses_first']['presses']}/{run['sampled_presses_first']['actions']}"
+            f" last {run['sampled_presses_last']['presses']}/{run['sampled_presses_last']['actions']}"
+            if run["algorithm"] == "grpo"
+            else f" pairs {sum(run['pairs_per_iteration']):.0f}, success seen in {sum(run['searches_that_saw_a_success'])} searches"
+        )
+        print(f"{run['run_id']} ({run['algorithm']}, seed {run['seed']}): {curve};{extra}")
+    for method, p in result["pooled_at_last_evaluation"].items():
+        print(f"{method}: {p}")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

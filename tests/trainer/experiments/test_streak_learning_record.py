@@ -1,0 +1,52 @@
+"""experiments/streak_learning_record.py: the learning comparison's measures from run folders."""
+
+from __future__ import annotations
+
+import json
+
+from tests.script_module import load_script
+
+
+def _episode(purpose: str, update: int, paid: list[list[str]]) -> dict:
+    """One episode whose steps' single candidates were paid ``paid[i]``."""
+    steps = [{"step": i, "candidates": [{"milestones": m}]} for i, m in enumerate(paid)]
+    return {"purpose": purpose, "update": update, "steps": steps}
+
+
+def _run(tmp_path, name: str, algorithm: str, episodes: list[dict], metrics: list[dict], evals: list[dict]):
+    run = tmp_path / name
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"run": {"algorithm": algorithm, "seed": 0}}))
+    (run / "status.json").write_text(json.dumps({"created_at": 1000.0}))
+    for file, lines in (("episodes.jsonl", episodes), ("metrics.jsonl", metrics), ("eval.jsonl", evals)):
+        (run / file).write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"cut short')
+    return run
+
+
+def test_presses_stages_env_steps_and_the_pooled_last_evaluation(tmp_path):
+    rec = load_script("experiments/streak_learning_record.py")
+    train = [_episode("train", u, [["pressed_1"] if u == 4 else [], []]) for u in (1, 2, 3, 4)]
+    greedy = [
+        _episode("eval", 4, [["pressed_1"], ["pressed_2"], ["pressed_3"]]),
+        _episode("eval", 4, [["pressed_1"], []]),
+    ]
+    metrics = [{"update": u, "rollout/transitions": 10.0} for u in (1, 2, 3, 4)]
+    evals = [
+        {"update": 0, "time": 1030.0, "eval/success_rate": 0.0, "eval/episodes": 2.0},
+        {"update": 4, "time": 1600.0, "eval/success_rate": 0.5, "eval/episodes": 2.0},
+    ]
+    grpo = rec.record(_run(tmp_path, "g", "grpo", train + greedy, metrics, evals))
+    # a miss and a press: 1 press in the last 3 updates' 6 actions, none in the first 3's
+    assert grpo["sampled_presses_first"]["presses"] == 0 and grpo["sampled_presses_first"]["actions"] == 6
+    assert (grpo["sampled_presses_last"]["presses"], grpo["sampled_presses_last"]["updates"]) == (1, [2, 3, 4])
+    last = grpo["evaluations"][-1]
+    assert (last["env_steps"], last["minutes"], last["successes"], last["episodes"]) == (40.0, 10.0, 1, 2)
+    assert last["reached"] == {"pressed_1": 2, "pressed_2": 1, "pressed_3": 1}
+    search_metrics = [
+        {"update": 1, "mcts/env_steps": 48.0, "mcts/searches": 4.0, "mcts/success_found": 0.25, "dpo/pairs": 3}
+    ]
+    mcts = rec.record(_run(tmp_path, "m", "mcts", greedy, search_metrics, evals[:1]))
+    assert mcts["pairs_per_iteration"] == [3] and mcts["searches_that_saw_a_success"] == [1]
+    pooled = rec.pooled_last([grpo, mcts])
+    assert pooled["grpo"]["successes"] == 1 and pooled["grpo"]["runs_at_or_above_half"] == 1
+    assert pooled["mcts"] == pooled["mcts"] | {"successes": 0, "episodes": 2, "runs_reaching_pressed_1": 0}
