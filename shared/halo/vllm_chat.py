@@ -6,8 +6,8 @@ aborted between the two (a client timeout, a cancelled job), the caches drift: t
 longer holds an image the API process thinks it has. vLLM (0.32) then answers the next request
 with that image with a bare ``500 Internal server error`` and drops the hash from the API's
 cache, so that a second send carries the image again ("returning a retryable response so the
-items are resent", its engine log). The second send here is that recovery; a 500 with another
-cause fails again and is raised.
+items are resent", its engine log). The second send here is that recovery; a 500 with a lasting
+cause (a dead engine, tokens the grammar rejects) comes back and is raised.
 """
 
 from __future__ import annotations
