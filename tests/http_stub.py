@@ -15,6 +15,14 @@ class QuietHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
 
+    def send_json(self, status: int, body: bytes) -> None:
+        """One answer: ``status`` with ``body`` (JSON text) as ``application/json``."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
 
 class OkHandler(QuietHandler):
     """Answers every GET with 200 and ``body``."""

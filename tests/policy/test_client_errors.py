@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +11,7 @@ from halo.policy_errors import EngineDead
 from halo.settings.policy import PolicySettings
 from halo.transport import NotFound, ServiceFailed, ServiceRejected, ServiceTimeout, ServiceUnavailable
 from tests.conftest import free_port
+from tests.http_stub import QuietHandler, ServedInThread
 
 PNG_1x1 = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408d763f8ffff3f0005fe02fe"
@@ -29,7 +28,7 @@ async def test_server_down_is_unavailable_with_a_clear_message() -> None:
             await client.health()
 
 
-class _DeadEngine(http.server.BaseHTTPRequestHandler):
+class _DeadEngine(QuietHandler):
     """What vLLM's API server answers once its engine process has died: 503 on /health, 500 else."""
 
     def do_GET(self) -> None:
@@ -38,24 +37,13 @@ class _DeadEngine(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = b'{"error": {"message": "EngineCore encountered an issue", "type": "InternalServerError", "code": 500}}'
-        self.send_response(500)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(500, body)
 
 
 @pytest.fixture
 def dead_engine_url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeadEngine)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with ServedInThread(_DeadEngine) as served:
+        yield served.url
 
 
 async def test_dead_engine_is_reported_as_such(dead_engine_url: str) -> None:
@@ -73,7 +61,7 @@ _DRIFT_500 = (
 )
 
 
-class _DriftOnce(http.server.BaseHTTPRequestHandler):
+class _DriftOnce(QuietHandler):
     """A 500 on the first ``failures`` chat requests, then an answer; ``/health`` is fine."""
 
     failures = 1
@@ -89,14 +77,7 @@ class _DriftOnce(http.server.BaseHTTPRequestHandler):
         type(self).posts += 1
         failing = type(self).posts <= type(self).failures
         body = _DRIFT_500 if failing else b'{"model": "halo-base", "choices": [{"message": {"content": "ok"}}]}'
-        self.send_response(500 if failing else 200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send_json(500 if failing else 200, body)
 
 
 @pytest.mark.parametrize("failures", [1, 2])
@@ -104,20 +85,14 @@ async def test_a_500_is_sent_once_more_and_only_once(failures: int) -> None:
     """vLLM's recovery from its image caches drifting is the client's second send; a 500 that
     comes back again is raised, not retried further (the 5xx retries are for 502-504)."""
     handler = type("Handler", (_DriftOnce,), {"failures": failures, "posts": 0})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        async with PolicyClient(url, "halo-base", max_retries=3, backoff_s=0.01) as client:
+    with ServedInThread(handler) as served:
+        async with PolicyClient(served.url, "halo-base", max_retries=3, backoff_s=0.01) as client:
             if failures == 1:
                 assert await client.complete([{"role": "user", "content": "hi"}], max_tokens=2) == "ok"
             else:
                 with pytest.raises(ServiceFailed, match="answered 500: Internal server error"):
                     await client.complete([{"role": "user", "content": "hi"}], max_tokens=2)
-        assert handler.posts == 2
-    finally:
-        server.shutdown()
-        server.server_close()
+    assert handler.posts == 2
 
 
 @pytest.mark.slow

@@ -41,12 +41,7 @@ def api() -> Iterator[tuple[str, Recorder]]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers["Content-Length"]))
             rec.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": json.loads(raw)})
-            out = json.dumps(rec.answer).encode()
-            self.send_response(rec.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            self.send_json(rec.status, json.dumps(rec.answer).encode())
 
     with ServedInThread(Handler) as served:
         yield served.url + "/v1", rec

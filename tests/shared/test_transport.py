@@ -55,12 +55,7 @@ def stub() -> Iterator[tuple[str, Script]]:
             self.rfile.read(length)
             status, body = script.next(self.command, self.path)
             time.sleep(script.delay_s)
-            raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.send_json(status, body if isinstance(body, bytes) else json.dumps(body).encode())
 
         do_GET = do_POST = do_DELETE = _answer
 
