@@ -20,15 +20,11 @@ import json
 from pathlib import Path
 
 from halo_trainer.observe.metrics import wilson_interval
-from halo_trainer.observe.plots import env_steps_by_update
+from halo_trainer.observe.plots import env_steps_by_update, paid_milestones
 from halo_trainer.observe.viewer.folders import whole_records
 
 STAGES = ("pressed_1", "pressed_2", "pressed_3")
 WINDOW = 3  # updates counted as the first and the last (the pre-registration's)
-
-
-def _paid(episode: dict) -> set[str]:
-    return {m for step in episode["steps"] for cand in step["candidates"] for m in cand.get("milestones") or []}
 
 
 def press_share(episodes: list[dict], updates: list[int]) -> dict:
@@ -57,7 +53,7 @@ def record(run_dir: Path) -> dict:
     evaluations = []
     for e in whole_records(run_dir / "eval.jsonl"):
         update = int(e["update"])
-        greedy = [ep for ep in episodes if ep.get("purpose") == "eval" and int(ep["update"]) == update]
+        greedy = [paid_milestones(ep) for ep in episodes if ep.get("purpose") == "eval" and int(ep["update"]) == update]
         n = round(e.get("eval/episodes", len(greedy)))
         evaluations.append(
             {
@@ -66,7 +62,7 @@ def record(run_dir: Path) -> dict:
                 "minutes": round((e["time"] - created) / 60, 1),
                 "successes": round(e["eval/success_rate"] * n),
                 "episodes": n,
-                "reached": {s: sum(s in _paid(ep) for ep in greedy) for s in STAGES},
+                "reached": {s: sum(s in paid for paid in greedy) for s in STAGES},
             }
         )
     out = {

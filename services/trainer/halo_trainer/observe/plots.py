@@ -143,6 +143,11 @@ def env_steps_by_update(metrics: list[dict]) -> dict[int, float]:
     return steps
 
 
+def paid_milestones(episode: dict) -> set[str]:
+    """The milestones an episode record (an episodes.jsonl line) was paid, over all its steps."""
+    return {m for step in episode["steps"] for cand in step["candidates"] for m in cand.get("milestones") or []}
+
+
 def milestone_rounds(run_dir: Path, evals: list[dict], milestone: str) -> list[dict]:
     """``evals`` with each round's rate replaced by the share of its greedy episodes (episodes.jsonl's
     eval records of that update) in which ``milestone`` was paid: partial progress on a task whose
@@ -151,9 +156,8 @@ def milestone_rounds(run_dir: Path, evals: list[dict], milestone: str) -> list[d
     for ep in _lines(Path(run_dir) / "episodes.jsonl"):
         if ep.get("purpose") != "eval":
             continue
-        paid = {m for step in ep["steps"] for cand in step["candidates"] for m in cand.get("milestones") or []}
         hits_n = counts.setdefault(int(ep["update"]), [0, 0])
-        hits_n[0] += milestone in paid
+        hits_n[0] += milestone in paid_milestones(ep)
         hits_n[1] += 1
     return [
         e | {"eval/success_rate": counts[u][0] / counts[u][1], "eval/episodes": float(counts[u][1])}
