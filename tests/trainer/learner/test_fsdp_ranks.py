@@ -4,6 +4,7 @@ memory plan of the sharded layout."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -106,13 +107,28 @@ def two_ranks(tiny_model_dir, tmp_path_factory) -> dict:
     return torch.load(out / "ranks.pt", weights_only=False) | {"out": out}
 
 
+@contextlib.contextmanager
+def one_thread():
+    """The ranks' thread count. With two threads a matrix product sums in another order than with one,
+    which put the one-process update 3.7e-7 from the ranks' here and past 1e-6 on a busier machine;
+    with one thread each the ranks and the one process differ only by where the gradients are summed
+    (0.0 measured), so the 1e-6 check measures the sharding, not the thread pool."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def one_process(base_model, tiny_model_dir) -> tuple[Learner, list[dict], list[dict]]:
     learner = Learner(tiny_model(base_model), settings())
     metrics, states = [], []
-    for batch in batches(load_processor(tiny_model_dir)):
-        metrics.append(learner.update(batch))
-        states.append(learner.trainable_state())
+    with one_thread():
+        for batch in batches(load_processor(tiny_model_dir)):
+            metrics.append(learner.update(batch))
+            states.append(learner.trainable_state())
     return learner, metrics, states
 
 

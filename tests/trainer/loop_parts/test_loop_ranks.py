@@ -33,7 +33,7 @@ from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.ranks import Leader
 from tests.conftest import free_port
 from tests.trainer.conftest import AdminStandIn, serving
-from tests.trainer.learner.test_fsdp_ranks import batches, pairs, settings
+from tests.trainer.learner.test_fsdp_ranks import batches, one_thread, pairs, settings
 from tests.trainer.loop_harness import (
     episode,
     make_loop,
@@ -146,8 +146,9 @@ def one_process(own_redis_url, tiny_model_dir, tmp_path_factory) -> tuple[Path, 
             await client.aclose()
             return outcome
 
-    assert asyncio.run(main()) == "finished"
-    return run_dir, _dpo(Leader(learner), load_processor(tiny_model_dir))
+    with one_thread():  # the ranks' thread count, so that only the sharding can differ
+        assert asyncio.run(main()) == "finished"
+        return run_dir, _dpo(Leader(learner), load_processor(tiny_model_dir))
 
 
 def _adapter(run_dir: Path, version: int) -> dict[str, torch.Tensor]:
