@@ -6,7 +6,15 @@ last 3; for MCTS runs the preference pairs and the searches that saw a success; 
 pooled greedy success at the last evaluation with its 95 % Wilson interval.
 
     .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-* \\
-        --out docs/data/pg13_learning.json
+        --out docs/data/pg13_learning.json --plot docs/img/learning/mcts_vs_grpo_pg13.png
+
+Run folders stay on the machine that ran them; ``--keep`` carries an earlier record's runs whose
+folders are not given (a run of the same algorithm and seed among the folders replaces it), so a
+comparison finished on another machine is recorded and drawn whole:
+
+    .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-mcts-s2-* \\
+        --keep docs/data/pg13_learning.json --out docs/data/pg13_learning.json \\
+        --plot docs/img/learning/mcts_vs_grpo_pg13.png
 
 A press is a sampled action whose transition was paid a ``pressed_k`` milestone (every press pays
 the next stage: a miss resets the count, and the episode goes on). Env steps are counted as the
@@ -20,7 +28,7 @@ import json
 from pathlib import Path
 
 from halo_trainer.observe.metrics import wilson_interval
-from halo_trainer.observe.plots import env_steps_by_update, paid_milestones
+from halo_trainer.observe.plots import Round, draw_methods, env_steps_by_update, paid_milestones, save_figure
 from halo_trainer.observe.viewer.folders import whole_records
 
 STAGES = ("pressed_1", "pressed_2", "pressed_3")
@@ -104,15 +112,44 @@ def pooled_last(runs: list[dict]) -> dict[str, dict]:
     return pooled
 
 
+def kept(earlier: list[dict], runs: list[dict]) -> list[dict]:
+    """The runs of an earlier record that none of ``runs`` replaces (same algorithm and seed)."""
+    fresh = {(r["algorithm"], r["seed"]) for r in runs}
+    return [r for r in earlier if (r["algorithm"], r["seed"]) not in fresh]
+
+
+def rounds(runs: list[dict]) -> dict[str, list[list[Round]]]:
+    """The record's greedy evaluations as the method figure's rounds."""
+    by_method: dict[str, list[list[Round]]] = {}
+    for run in runs:
+        by_method.setdefault(run["algorithm"], []).append(
+            [
+                Round(e["update"], e["successes"], e["episodes"], e["env_steps"], e["minutes"])
+                for e in run["evaluations"]
+            ]
+        )
+    return by_method
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, nargs="+", help="run folders (var/runs/<run_id>)")
     parser.add_argument("--out", type=Path, help="write the record here as JSON")
+    parser.add_argument("--keep", type=Path, help="an earlier record whose runs are kept unless a folder replaces them")
+    parser.add_argument("--plot", type=Path, help="draw the methods' pooled greedy success here (PNG)")
     args = parser.parse_args(argv)
     for run_dir in args.run_dir:
         if not (run_dir / "config.json").is_file():
             parser.error(f"{run_dir} is not a run folder (no config.json)")
     runs = [record(d) for d in args.run_dir]
+    if args.keep:
+        try:
+            earlier = json.loads(args.keep.read_text())["runs"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"--keep {args.keep}: not a record this script wrote ({exc})")
+        carried = kept(earlier, runs)
+        print(f"kept from {args.keep}: {', '.join(r['run_id'] for r in carried) or 'none'}")
+        runs = sorted(carried + runs, key=lambda r: (r["algorithm"], r["seed"] if r["seed"] is not None else -1))
     result = {"runs": runs, "pooled_at_last_evaluation": pooled_last(runs)}
     for run in runs:
         curve = " ".join(
@@ -130,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{method}: {p}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
+    if args.plot and save_figure(draw_methods(rounds(runs), "held-out success (greedy)"), args.plot):
+        print(f"wrote {args.plot}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.script_module import load_script
 
 
@@ -50,3 +52,49 @@ def test_presses_stages_env_steps_and_the_pooled_last_evaluation(tmp_path):
     pooled = rec.pooled_last([grpo, mcts])
     assert pooled["grpo"]["successes"] == 1 and pooled["grpo"]["runs_at_or_above_half"] == 1
     assert pooled["mcts"] == pooled["mcts"] | {"successes": 0, "episodes": 2, "runs_reaching_pressed_1": 0}
+
+
+def test_an_earlier_records_runs_are_kept_unless_a_folder_replaces_them_and_drawn(tmp_path, capsys):
+    rec = load_script("experiments/streak_learning_record.py")
+    evals = [
+        {"update": 0, "time": 1030.0, "eval/success_rate": 0.0, "eval/episodes": 2.0},
+        {"update": 2, "time": 1600.0, "eval/success_rate": 0.5, "eval/episodes": 2.0},
+    ]
+    metrics = [{"update": u, "mcts/env_steps": 48.0, "mcts/searches": 4.0} for u in (1, 2)]
+    folder = _run(tmp_path, "m-new", "mcts", [], metrics, evals)
+
+    def earlier(run_id: str, algorithm: str, seed: int, successes: int) -> dict:
+        """A run recorded from a folder that is gone since (its rounds at 0 and 2)."""
+        rounds = [evals[0], evals[1] | {"eval/success_rate": successes / 2}]
+        steps = "mcts/env_steps" if algorithm == "mcts" else "rollout/transitions"
+        gone = rec.record(_run(tmp_path, run_id, algorithm, [], [{"update": 1, steps: 48.0}], rounds))
+        return gone | {"seed": seed}
+
+    # the folder's run is mcts seed 0: it replaces the earlier mcts seed 0 and keeps the other two
+    old = [earlier("m-old", "mcts", 0, 0), earlier("m-s1", "mcts", 1, 2), earlier("g-s0", "grpo", 0, 2)]
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"runs": old}))
+    out, png = tmp_path / "out.json", tmp_path / "methods.png"
+    rec.main([str(folder), "--keep", str(record), "--out", str(out), "--plot", str(png)])
+    written = json.loads(out.read_text())
+    assert [r["run_id"] for r in written["runs"]] == ["g-s0", "m-new", "m-s1"]
+    assert (
+        written["pooled_at_last_evaluation"]["mcts"] | {"successes": 3, "episodes": 4}
+        == (written["pooled_at_last_evaluation"]["mcts"])
+    )
+    assert png.read_bytes().startswith(b"\x89PNG")
+    printed = capsys.readouterr().out
+    assert "kept from" in printed and "m-old" not in printed.split("kept from")[1].splitlines()[0]
+    # the figure pools the record's rounds as the folders' figure would: mcts 1/4 then 3/4
+    fig = rec.draw_methods(rec.rounds(written["runs"]), "held-out success (greedy)")
+    pooled = {line.get_label().split(":")[0]: line for line in fig.axes[0].get_lines() if line.get_label()[0] != "_"}
+    assert list(pooled["mcts"].get_ydata()) == [0.0, 0.75] and list(pooled["mcts"].get_xdata()) == [0.0, 72.0]
+
+
+def test_a_keep_file_that_is_not_a_record_is_refused(tmp_path, capsys):
+    rec = load_script("experiments/streak_learning_record.py")
+    folder = _run(tmp_path, "g", "grpo", [], [], [])
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(SystemExit) as exit_:
+        rec.main([str(folder), "--keep", str(tmp_path / "bad.json")])
+    assert exit_.value.code == 2 and "not a record this script wrote" in capsys.readouterr().err

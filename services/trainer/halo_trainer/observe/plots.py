@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -93,7 +94,7 @@ def curve_figure(run_dir: Path, chance: float | None = None, minutes: bool = Fal
 
 def plot_runs(run_dirs: list[Path], out: Path, chance: float | None = None, minutes: bool = False) -> Path | None:
     """Write the held-out success curves of several runs on one plot to ``out``; None without evaluations."""
-    return _save(compare_figure(run_dirs, chance, minutes), out)
+    return save_figure(compare_figure(run_dirs, chance, minutes), out)
 
 
 def compare_figure(run_dirs: list[Path], chance: float | None = None, minutes: bool = False):
@@ -166,10 +167,56 @@ def milestone_rounds(run_dir: Path, evals: list[dict], milestone: str) -> list[d
     ]
 
 
+@dataclass(frozen=True)
+class Round:
+    """One evaluation round of one run: ``hits`` of ``n`` greedy episodes, at ``env_steps`` and
+    ``minutes`` since the run was created."""
+
+    update: int
+    hits: float
+    n: float
+    env_steps: float
+    minutes: float
+
+
+def method_rounds(run_dirs: list[Path], milestone: str | None = None) -> dict[str, list[list[Round]]]:
+    """Per algorithm, each run folder's evaluation rounds (runs without an evaluation left out). With
+    ``milestone``, a round's hits are the greedy episodes that reached it instead of successes."""
+    by_method: dict[str, list[list[Round]]] = {}
+    for run_dir in map(Path, run_dirs):
+        evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
+        if milestone:
+            evals = milestone_rounds(run_dir, evals, milestone)
+        if not evals:
+            continue
+        steps = env_steps_by_update(_lines(run_dir / "metrics.jsonl"))
+        start = _created_at(run_dir, evals)
+        by_method.setdefault(_algorithm(run_dir), []).append(
+            [
+                Round(
+                    update=int(e["update"]),
+                    hits=e["eval/success_rate"] * float(e["eval/episodes"]),
+                    n=float(e["eval/episodes"]),
+                    env_steps=steps.get(int(e["update"]), max(steps.values())),
+                    minutes=(e["time"] - start) / 60,
+                )
+                for e in evals
+            ]
+        )
+    return by_method
+
+
 def methods_figure(run_dirs: list[Path], chance: float | None = None, milestone: str | None = None):
     """Two axes (env steps, wall-clock minutes): per algorithm, the pooled greedy held-out success of
     its runs at each evaluation round with its 95% Wilson band; each run faint. None without evaluations.
     With ``milestone``, the share of greedy episodes that reached it instead of success."""
+    what = f"greedy episodes reaching {milestone}" if milestone else "held-out success (greedy)"
+    return draw_methods(method_rounds(run_dirs, milestone), what, chance)
+
+
+def draw_methods(by_method: dict[str, list[list[Round]]], what: str, chance: float | None = None):
+    """The figure of ``methods_figure`` from rounds however they were read (run folders, or a record
+    of runs whose folders are gone). None without rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,43 +224,32 @@ def methods_figure(run_dirs: list[Path], chance: float | None = None, milestone:
 
     from halo_trainer.observe.metrics import wilson_interval
 
-    by_method: dict[str, list[tuple[list[dict], dict[int, float], float]]] = {}
-    for run_dir in map(Path, run_dirs):
-        evals = [e for e in _lines(run_dir / "eval.jsonl") if e.get("eval/episodes", 1) > 0]
-        if milestone:
-            evals = milestone_rounds(run_dir, evals, milestone)
-        if evals:
-            steps = env_steps_by_update(_lines(run_dir / "metrics.jsonl"))
-            by_method.setdefault(_algorithm(run_dir), []).append((evals, steps, _created_at(run_dir, evals)))
+    by_method = {method: runs for method, runs in by_method.items() if any(runs)}
     if not by_method:
         return None
     fig, (by_steps, by_minutes) = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (method, runs) in enumerate(sorted(by_method.items())):
         colour = colours[i % len(colours)]
-        rounds: dict[int, list[tuple[float, float, float, float]]] = {}  # update -> (hits, n, steps, minutes)
-        for evals, steps, start in runs:
-            for e in evals:
-                n = float(e["eval/episodes"])
-                at = steps.get(int(e["update"]), max(steps.values()))
-                rounds.setdefault(int(e["update"]), []).append(
-                    (e["eval/success_rate"] * n, n, at, (e["time"] - start) / 60)
-                )
-            ys = [e["eval/success_rate"] for e in evals]
+        rounds: dict[int, list[Round]] = {}
+        for run in runs:
+            for r in run:
+                rounds.setdefault(r.update, []).append(r)
+            ys = [r.hits / r.n for r in run]
             faint = {"color": colour, "alpha": 0.25, "linewidth": 1}
-            by_steps.plot([steps.get(int(e["update"]), max(steps.values())) for e in evals], ys, "-", **faint)
-            by_minutes.plot([(e["time"] - start) / 60 for e in evals], ys, "-", **faint)
+            by_steps.plot([r.env_steps for r in run], ys, "-", **faint)
+            by_minutes.plot([r.minutes for r in run], ys, "-", **faint)
         # A round counts only where every run of the method reached it, so each point pools all of them.
         pooled = [r for _, r in sorted(rounds.items()) if len(r) == len(runs)]
-        hits = [round(sum(v[0] for v in r)) for r in pooled]
-        ns = [round(sum(v[1] for v in r)) for r in pooled]
+        hits = [round(sum(v.hits for v in r)) for r in pooled]
+        ns = [round(sum(v.n for v in r)) for r in pooled]
         rates = [h / n for h, n in zip(hits, ns, strict=True)]
         low, high = (
             zip(*(wilson_interval(h, n) for h, n in zip(hits, ns, strict=True)), strict=True) if pooled else ((), ())
         )
         label = f"{method}: {len(runs)} runs, {ns[0] if ns else 0} greedy episodes per point"
-        for ax, k in ((by_steps, 2), (by_minutes, 3)):
-            xs = [sum(v[k] for v in r) / len(r) for r in pooled]
+        for ax, key in ((by_steps, "env_steps"), (by_minutes, "minutes")):
+            xs = [sum(getattr(v, key) for v in r) / len(r) for r in pooled]
             ax.plot(xs, rates, "o-", color=colour, label=label)
             ax.fill_between(xs, low, high, color=colour, alpha=0.15)
     by_steps.set_xlabel("env steps in training (mean over the runs)")
@@ -222,14 +258,13 @@ def methods_figure(run_dirs: list[Path], chance: float | None = None, milestone:
         if chance is not None:
             ax.axhline(chance, color="grey", linestyle="--", label=f"chance {chance:.2f}")
         ax.set_ylim(-0.02, 1.02)
-    what = f"greedy episodes reaching {milestone}" if milestone else "held-out success (greedy)"
     by_steps.set_ylabel(f"{what}\nruns pooled; band: 95% Wilson")
     by_steps.legend(loc="best", fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _save(fig, out: Path) -> Path | None:
+def save_figure(fig, out: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     if fig is None:
@@ -285,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.out is None:
         parser.error("several run folders make one comparison plot: give its file with --out")
     if args.methods:
-        target = _save(methods_figure(args.run_dir, args.chance, args.milestone), args.out)
+        target = save_figure(methods_figure(args.run_dir, args.chance, args.milestone), args.out)
     else:
         target = plot_runs(args.run_dir, args.out, args.chance, args.minutes)
     sys.stdout.write(f"{target or 'nothing to plot: no run folder has eval.jsonl lines yet'}\n")
