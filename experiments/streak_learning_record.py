@@ -2,8 +2,9 @@
 (docs/preregistration-learning-pg13.md): per run, greedy held-out success and the greedy episodes
 that reached each stage at every evaluation, with the env steps and wall minutes at that point; for
 GRPO runs the share of sampled actions that pressed the button, the first 3 updates against the
-last 3; for MCTS runs the preference pairs and the searches that saw a success; and per method the
-pooled greedy success at the last evaluation with its 95 % Wilson interval.
+last 3; for MCTS runs the preference pairs, the searches that saw a success and, where the run's
+search trees are in its folder, what the searches did below a step that paid a stage; and per
+method the pooled greedy success at the last evaluation with its 95 % Wilson interval.
 
     .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-* \\
         --out docs/data/pg13_learning.json --plot docs/img/learning/mcts_vs_grpo_pg13.png
@@ -88,7 +89,51 @@ def record(run_dir: Path) -> dict:
         out["searches_that_saw_a_success"] = [
             round(m.get("mcts/success_found", 0.0) * m.get("mcts/searches", 0.0)) for m in metrics
         ]
+        if (run_dir / "trees").is_dir():
+            out["tree_focus"] = tree_focus(run_dir / "trees")
     return out
+
+
+# A search step that paid a stage: the Playground pays each `pressed_k` 0.3 (configs/rewards/playground.yaml)
+# on top of a valid step's 0.1, and no other step earns more than 0.3 (valid 0.1 + novelty 0.2).
+PROGRESS_PAID = 0.4
+
+
+def ancestors(nodes: dict[int, dict], node_id: int) -> set[int]:
+    up = set()
+    while (node_id := nodes[node_id]["parent"]) is not None:
+        up.add(node_id)
+    return up
+
+
+def tree_focus(trees: Path) -> dict:
+    """What an MCTS run's searches did with a stage once they found one, read from the trees its
+    searches saved: the searches whose tree holds a step that paid a stage, such steps, those with
+    such a step above them (two stages on one path), the nodes expanded below them, and the share of
+    the root's visits that went through them."""
+    found = paid = second = below = 0
+    shares: list[float] = []
+    files = sorted(trees.glob("*.json"))
+    for path in files:
+        nodes = {n["id"]: n for n in json.loads(path.read_text())["nodes"]}
+        progress = {i for i, n in nodes.items() if n["parent"] is not None and n["reward"] >= PROGRESS_PAID}
+        if not progress:
+            continue
+        found += 1
+        paid += len(progress)
+        tops = {i for i in progress if not progress & ancestors(nodes, i)}
+        second += len(progress - tops)
+        below += sum(1 for i in nodes if tops & ancestors(nodes, i))
+        root = next(n for n in nodes.values() if n["parent"] is None)
+        shares.append(sum(nodes[i]["visits"] for i in tops) / max(root["visits"], 1))
+    return {
+        "searches": len(files),
+        "with_a_stage": found,
+        "steps_that_paid_a_stage": paid,
+        "of_them_below_another": second,
+        "nodes_below_the_first": below,
+        "root_visits_through_it": [round(x, 3) for x in shares],
+    }
 
 
 def pooled_last(runs: list[dict]) -> dict[str, dict]:
@@ -162,6 +207,11 @@ def main(argv: list[str] | None = None) -> None:
             if run["algorithm"] == "grpo"
             else f" pairs {sum(run['pairs_per_iteration']):.0f}, success seen in {sum(run['searches_that_saw_a_success'])} searches"
         )
+        if focus := run.get("tree_focus"):
+            extra += (
+                f"; a stage paid in {focus['with_a_stage']} of {focus['searches']} trees,"
+                f" {focus['of_them_below_another']} below another, {focus['nodes_below_the_first']} nodes below"
+            )
         print(f"{run['run_id']} ({run['algorithm']}, seed {run['seed']}): {curve};{extra}")
     for method, p in result["pooled_at_last_evaluation"].items():
         print(f"{method}: {p}")

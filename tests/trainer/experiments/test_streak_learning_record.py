@@ -98,3 +98,26 @@ def test_a_keep_file_that_is_not_a_record_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         rec.main([str(folder), "--keep", str(tmp_path / "bad.json")])
     assert exit_.value.code == 2 and "not a record this script wrote" in capsys.readouterr().err
+
+
+def test_tree_focus_counts_stages_paid_and_what_the_search_did_below_them(tmp_path):
+    rec = load_script("experiments/streak_learning_record.py")
+    trees = tmp_path / "trees"
+    trees.mkdir()
+
+    def node(i: int, parent: int | None, reward: float, visits: int) -> dict:
+        return {"id": i, "parent": parent, "reward": reward, "visits": visits}
+
+    # a press at 1 (0.6) with two nodes below it, one of them a second press (0.4); a miss at 2 (-0.9)
+    pressed = [node(0, None, 0.0, 10), node(1, 0, 0.6, 4), node(2, 0, -0.9, 6), node(3, 1, 0.4, 2), node(4, 1, 0.1, 1)]
+    nothing = [node(0, None, 0.0, 5), node(1, 0, 0.3, 5)]  # valid + novelty is not a stage
+    (trees / "a.json").write_text(json.dumps({"nodes": pressed}))
+    (trees / "b.json").write_text(json.dumps({"nodes": nothing}))
+    assert rec.tree_focus(trees) == {
+        "searches": 2,
+        "with_a_stage": 1,
+        "steps_that_paid_a_stage": 2,
+        "of_them_below_another": 1,
+        "nodes_below_the_first": 2,
+        "root_visits_through_it": [0.4],
+    }
