@@ -28,6 +28,7 @@ import argparse
 import json
 from pathlib import Path
 
+from halo_trainer.mcts.tree import load_tree
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.observe.plots import Round, draw_methods, env_steps_by_update, paid_milestones, save_figure
 from halo_trainer.observe.viewer.folders import whole_records
@@ -90,7 +91,7 @@ def record(run_dir: Path) -> dict:
             round(m.get("mcts/success_found", 0.0) * m.get("mcts/searches", 0.0)) for m in metrics
         ]
         if (run_dir / "trees").is_dir():
-            out["tree_focus"] = tree_focus(run_dir / "trees")
+            out["tree_focus"] = tree_focus(run_dir / "trees", config["mcts"]["theta"], config["jobs_per_update"])
     return out
 
 
@@ -106,15 +107,24 @@ def ancestors(nodes: dict[int, dict], node_id: int) -> set[int]:
     return up
 
 
-def tree_focus(trees: Path) -> dict:
+def tree_focus(trees: Path, theta: float, searches_per_iteration: int) -> dict:
     """What an MCTS run's searches did with a stage once they found one, read from the trees its
     searches saved: the searches whose tree holds a step that paid a stage, such steps, those with
     such a step above them (two stages on one path), the nodes expanded below them, and the share of
-    the root's visits that went through them."""
+    the root's visits that went through them; and per iteration (its searches, by job number) the
+    preference pairs at ``theta`` whose chosen action paid no stage (preferred for what the search
+    backed up below it, a success in a rollout)."""
     found = paid = second = below = 0
     shares: list[float] = []
+    pairs: dict[int, list[int]] = {}
     files = sorted(trees.glob("*.json"))
     for path in files:
+        job = int(path.stem.rsplit("-j", 1)[1])  # the loop's search ids: <run_id>-j<job>
+        tree = load_tree(path)
+        counts = pairs.setdefault(job // searches_per_iteration + 1, [0, 0])
+        for pref in tree.preference_pairs(theta):
+            counts[0] += 1
+            counts[1] += tree.node(pref.chosen).reward < PROGRESS_PAID
         nodes = {n["id"]: n for n in json.loads(path.read_text())["nodes"]}
         progress = {i for i, n in nodes.items() if n["parent"] is not None and n["reward"] >= PROGRESS_PAID}
         if not progress:
@@ -133,6 +143,8 @@ def tree_focus(trees: Path) -> dict:
         "of_them_below_another": second,
         "nodes_below_the_first": below,
         "root_visits_through_it": [round(x, 3) for x in shares],
+        "pairs_per_iteration": [pairs[i][0] for i in sorted(pairs)],
+        "pairs_chosen_without_a_stage": [pairs[i][1] for i in sorted(pairs)],
     }
 
 
@@ -210,7 +222,9 @@ def main(argv: list[str] | None = None) -> None:
         if focus := run.get("tree_focus"):
             extra += (
                 f"; a stage paid in {focus['with_a_stage']} of {focus['searches']} trees,"
-                f" {focus['of_them_below_another']} below another, {focus['nodes_below_the_first']} nodes below"
+                f" {focus['of_them_below_another']} below another, {focus['nodes_below_the_first']} nodes below;"
+                f" {sum(focus['pairs_chosen_without_a_stage'])} of {sum(focus['pairs_per_iteration'])} pairs chose"
+                " a step that paid no stage"
             )
         print(f"{run['run_id']} ({run['algorithm']}, seed {run['seed']}): {curve};{extra}")
     for method, p in result["pooled_at_last_evaluation"].items():

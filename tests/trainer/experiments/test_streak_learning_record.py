@@ -101,23 +101,34 @@ def test_a_keep_file_that_is_not_a_record_is_refused(tmp_path, capsys):
 
 
 def test_tree_focus_counts_stages_paid_and_what_the_search_did_below_them(tmp_path):
+    from tests.trainer.mcts.hand_made_trees import child, new_tree
+
     rec = load_script("experiments/streak_learning_record.py")
     trees = tmp_path / "trees"
     trees.mkdir()
-
-    def node(i: int, parent: int | None, reward: float, visits: int) -> dict:
-        return {"id": i, "parent": parent, "reward": reward, "visits": visits}
-
-    # a press at 1 (0.6) with two nodes below it, one of them a second press (0.4); a miss at 2 (-0.9)
-    pressed = [node(0, None, 0.0, 10), node(1, 0, 0.6, 4), node(2, 0, -0.9, 6), node(3, 1, 0.4, 2), node(4, 1, 0.1, 1)]
-    nothing = [node(0, None, 0.0, 5), node(1, 0, 0.3, 5)]  # valid + novelty is not a stage
-    (trees / "a.json").write_text(json.dumps({"nodes": pressed}))
-    (trees / "b.json").write_text(json.dumps({"nodes": nothing}))
-    assert rec.tree_focus(trees) == {
+    # job 0: a press (0.6) with a second press (0.4) and a step without one below it; a miss (-0.9);
+    # a step that paid nothing (0.1) but had a rollout's success backed up below it
+    tree = new_tree()
+    press, miss, lucky = (
+        child(tree, 0, x, q_critic=q, reward=r) for x, q, r in ((1, 0.3, 0.6), (2, 0.0, -0.9), (3, 0.0, 0.1))
+    )
+    second, other = (child(tree, press, x, q_critic=q, reward=r) for x, q, r in ((4, 0.3, 0.4), (5, 0.0, 0.1)))
+    for node, value in ((second, 0.0), (other, 0.0), (miss, 0.0), (lucky, 1.0)):
+        tree.backup(node, value)
+    tree.save(trees).rename(trees / "run-1-j0.json")
+    # job 4 (the second iteration): valid + novelty (0.3) is not a stage
+    quiet = new_tree()
+    quiet.backup(child(quiet, 0, 1, q_critic=0.0, reward=0.3), 0.0)
+    quiet.save(trees).rename(trees / "run-1-j4.json")
+    focus = rec.tree_focus(trees, theta=0.1, searches_per_iteration=4)
+    assert focus == focus | {
         "searches": 2,
         "with_a_stage": 1,
         "steps_that_paid_a_stage": 2,
         "of_them_below_another": 1,
         "nodes_below_the_first": 2,
-        "root_visits_through_it": [0.4],
+        "root_visits_through_it": [0.5],
     }
+    # the lucky step (0.5 x 1) is chosen over the press (0.5 x 0.3) and the miss: 2 of the pairs
+    # choose a step that paid no stage; the press over the miss, and the second press over its sibling
+    assert (focus["pairs_per_iteration"], focus["pairs_chosen_without_a_stage"]) == ([4, 0], [2, 0])
