@@ -222,3 +222,14 @@ def test_a_milestone_round_counts_the_greedy_episodes_that_reached_it(tmp_path):
     fig = methods_figure([tmp_path / "m0"], milestone="boxes_checked")
     assert "boxes_checked" in fig.axes[0].get_ylabel()
     plt.close(fig)
+
+
+def test_drawn_rounds_leave_out_a_run_without_any():
+    from halo_trainer.observe.plots import Round, draw_methods
+
+    run = [Round(0, 0, 4, 0.0, 0.0), Round(2, 3, 4, 96.0, 5.0)]
+    fig = draw_methods({"mcts": [run, []]}, "held-out success (greedy)")
+    pooled = [line for line in fig.axes[0].get_lines() if line.get_label().startswith("mcts")][0]
+    assert list(pooled.get_ydata()) == [0.0, 0.75] and "1 runs" in pooled.get_label()
+    plt.close(fig)
+    assert draw_methods({"mcts": [[]]}, "held-out success (greedy)") is None

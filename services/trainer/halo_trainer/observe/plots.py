@@ -216,7 +216,7 @@ def methods_figure(run_dirs: list[Path], chance: float | None = None, milestone:
 
 def draw_methods(by_method: dict[str, list[list[Round]]], what: str, chance: float | None = None):
     """The figure of ``methods_figure`` from rounds however they were read (run folders, or a record
-    of runs whose folders are gone). None without rounds."""
+    of runs whose folders are gone). Runs without a round are left out; None without rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,7 +224,9 @@ def draw_methods(by_method: dict[str, list[list[Round]]], what: str, chance: flo
 
     from halo_trainer.observe.metrics import wilson_interval
 
-    by_method = {method: runs for method, runs in by_method.items() if any(runs)}
+    # A run without a round (stopped before its first evaluation) would keep every round unpooled.
+    by_method = {method: [run for run in runs if run] for method, runs in by_method.items()}
+    by_method = {method: runs for method, runs in by_method.items() if runs}
     if not by_method:
         return None
     fig, (by_steps, by_minutes) = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
