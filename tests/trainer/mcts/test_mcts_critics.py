@@ -115,18 +115,10 @@ async def test_search_settings_travel_typed_through_redis(aredis, key_prefix):
 
 
 @pytest.fixture(scope="module")
-def vllm_url(tiny_model_dir, tmp_path_factory):
-    """vLLM serving the tiny model on a free port, for this module only (stopped after it, so it
-    never runs beside another test module's server)."""
-    from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
-
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    proc, port = start_policy_server(tiny_model_dir, log)
-    try:
-        wait_listening(proc, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_policy_server(proc)
+def vllm_url(vllm_server):
+    """The session's vLLM serving the tiny model (tests/conftest.py): a server of this module's own
+    ran beside it and cost about 40 s to start."""
+    return f"http://127.0.0.1:{vllm_server.port}"
 
 
 def _branches(actions: list[Action | None]) -> list[Branch]:

@@ -14,17 +14,15 @@ from tests.trainer.stand_ins import job_for
 
 
 @pytest.fixture(scope="module")
-def clone_services(tiny_model_dir, tmp_path_factory):
-    """The sites, env (Chromium), reward service and vLLM (tiny model) on free ports: (env, reward, policy) URLs."""
+def clone_services(vllm_server, tmp_path_factory):
+    """The sites, env (Chromium) and reward service on free ports, and the session's vLLM (tiny model,
+    tests/conftest.py): (env, reward, policy) URLs."""
     from halo.settings.sites import SitesSettings
     from halo_sites.app import create_app as create_sites
     from tests.conftest import free_port
     from tests.env.fixtures import EnvServer, ThreadServer, settings_for
-    from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
     from tests.reward.conftest import drop_prefix, start_reward_service
 
-    log = tmp_path_factory.mktemp("vllm") / "server.log"
-    vllm, policy_port = start_policy_server(tiny_model_dir, log)  # starts first: it takes longest
     prefix = f"test:mcts:{free_port()}:"
     reward, reward_url = start_reward_service(prefix)
     port = free_port()
@@ -32,13 +30,11 @@ def clone_services(tiny_model_dir, tmp_path_factory):
         with ThreadServer(create_sites(SitesSettings(host="127.0.0.1", port=port)), "127.0.0.1", port) as sites:
             settings = settings_for(tmp_path_factory.mktemp("env"), sites_url=sites.url)
             with EnvServer(settings) as env:
-                wait_listening(vllm, log)
-                yield env.url, reward_url, f"http://127.0.0.1:{policy_port}"
+                yield env.url, reward_url, f"http://127.0.0.1:{vllm_server.port}"
     finally:
         reward.terminate()
         reward.wait(timeout=30)
         drop_prefix(prefix)
-        stop_policy_server(vllm)
 
 
 @pytest.mark.slow
