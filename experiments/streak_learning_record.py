@@ -100,13 +100,6 @@ def record(run_dir: Path) -> dict:
 PROGRESS_PAID = 0.4
 
 
-def ancestors(nodes: dict[int, dict], node_id: int) -> set[int]:
-    up = set()
-    while (node_id := nodes[node_id]["parent"]) is not None:
-        up.add(node_id)
-    return up
-
-
 def tree_focus(trees: Path, theta: float, searches_per_iteration: int) -> dict:
     """What an MCTS run's searches did with a stage once they found one, read from the trees its
     searches saved: the searches whose tree holds a step that paid a stage, such steps, those with
@@ -125,17 +118,17 @@ def tree_focus(trees: Path, theta: float, searches_per_iteration: int) -> dict:
         for pref in tree.preference_pairs(theta):
             counts[0] += 1
             counts[1] += tree.node(pref.chosen).reward < PROGRESS_PAID
-        nodes = {n["id"]: n for n in json.loads(path.read_text())["nodes"]}
-        progress = {i for i, n in nodes.items() if n["parent"] is not None and n["reward"] >= PROGRESS_PAID}
+        nodes = tree.record.nodes
+        progress = {n.id for n in nodes if n.parent is not None and n.reward >= PROGRESS_PAID}
         if not progress:
             continue
         found += 1
         paid += len(progress)
-        tops = {i for i in progress if not progress & ancestors(nodes, i)}
+        above = {n.id: set(tree.path(n.id)[:-1]) for n in nodes}  # each node's ancestors
+        tops = {i for i in progress if not progress & above[i]}
         second += len(progress - tops)
-        below += sum(1 for i in nodes if tops & ancestors(nodes, i))
-        root = next(n for n in nodes.values() if n["parent"] is None)
-        shares.append(sum(nodes[i]["visits"] for i in tops) / max(root["visits"], 1))
+        below += sum(1 for n in nodes if tops & above[n.id])
+        shares.append(sum(tree.node(i).visits for i in tops) / max(tree.root.visits, 1))
     return {
         "searches": len(files),
         "with_a_stage": found,
