@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -110,7 +111,13 @@ def noise_png(width: int, height: int, seed: int) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tiny_model_dir, tmp_path_factory: pytest.TempPathFactory):
+def vllm_server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session vLLM server's output (not there when ``HALO_TEST_POLICY_PORT`` reuses a server)."""
+    return tmp_path_factory.mktemp("vllm") / "server.log"
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model_dir, vllm_server_log: Path):
     """A tiny-model vLLM server. ``HALO_TEST_POLICY_PORT`` reuses one already running on that port
     (started with ``HALO_POLICY_MAX_LORA_RANK=8 python -m halo_policy``) instead of starting one."""
     # Defined here, not in tests/policy/conftest.py: a session fixture imported into a test module is
@@ -123,7 +130,7 @@ def vllm_server(tiny_model_dir, tmp_path_factory: pytest.TempPathFactory):
         root = httpx.get(f"http://127.0.0.1:{reuse}/v1/models", timeout=10).json()["data"][0]["root"]
         yield PolicySettings(port=int(reuse), model=root, max_lora_rank=8)
         return
-    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    log_path = vllm_server_log
     proc, port = start_policy_server(tiny_model_dir, log_path)
     try:
         wait_listening(proc, log_path)

@@ -1,4 +1,11 @@
-"""The whole embedded stack on free ports and a temporary data folder, started once per module."""
+"""The whole embedded stack on free ports and a temporary data folder, started once for the e2e package.
+
+Starting a stack (Redis, clone server, Chromium, reward, vLLM, trainer) took 34-43 s a module on a
+2-core machine; the modules share one instead. Each module gets it with every service answering (a
+service a test killed and did not restart is started again) and leaves it with no run going: a
+trainer resumes every run its Redis lists as running, so a run left over would be resumed by the next
+module's trainer restart, and would hold the trainer's one run slot.
+"""
 
 from __future__ import annotations
 
@@ -113,7 +120,45 @@ def running(s: Stack) -> Iterator[Stack]:
         s.halo("stack", "down", timeout=120)
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+ENDED = {"stopped", "finished", "failed"}
+
+
+def services_down(s: Stack) -> list[str]:
+    down = []
+    for name, url in s.url.items():
+        try:
+            httpx.get(f"{url}/health", timeout=10).raise_for_status()
+        except httpx.HTTPError:
+            down.append(name)
+    return down
+
+
+def end_runs(s: Stack, timeout_s: float = 300) -> list[str]:
+    """Stop every run that has not ended and wait until each has; returns the ones it stopped."""
+    with s.api() as api:
+        going = [r["run_id"] for r in api.get("/runs").json() if r["state"] not in ENDED]
+        for run_id in going:
+            api.post(f"/runs/{run_id}/stop", json={})
+    for run_id in going:
+        s.wait_run(run_id, ENDED, timeout_s=timeout_s)
+    return going
+
+
+@pytest.fixture(scope="package")
+def shared_stack(tmp_path_factory):
     with running(Stack(tmp_path_factory.mktemp("stack"))) as s:
         yield s
+
+
+@pytest.fixture(scope="module")
+def stack(shared_stack: Stack):
+    """The package's stack for one module: every service answering at the start, no run going and
+    the stack's environment as it was at the end."""
+    s, env = shared_stack, dict(shared_stack.env)
+    if down := services_down(s):
+        up = s.halo("stack", "up")
+        assert up.returncode == 0, f"{down} down, and did not come up again:\n{up.stdout}\n{up.stderr}"
+    yield s
+    s.env = env
+    if left := end_runs(s):
+        sys.stderr.write(f"\ne2e: stopped runs a module left going: {left}\n")

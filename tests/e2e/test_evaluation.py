@@ -4,6 +4,7 @@ same protocol, same client)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -27,8 +28,9 @@ def evaluating(stack, tiny_model_dir, tmp_path_factory):
     env = {**stack.env, "HALO_EVAL_CHECKPOINTS_DIR": str(checkpoints), "HALO_EVAL_OPENAI_API_KEY": ""}
     env.pop("OPENAI_API_KEY", None)
     promote("qwen3vl_grpo", adapter, EvalSettings(_env_file=None, checkpoints_dir=checkpoints), run_id="stand-in")
-    stack.env = env
-    return stack
+    evaluating = copy.copy(stack)  # the package's stack, with an environment of this module's own
+    evaluating.env = env
+    return evaluating
 
 
 def _results(stack, name: str) -> tuple[Path, dict]:

@@ -1,7 +1,9 @@
-"""Fixtures of the policy tests: one real vLLM server per session (serving the tiny model), a real screenshot.
+"""Fixtures of the policy tests: the vLLM servers with other settings than the session's, a real screenshot.
 
-The server is started exactly as the local stack starts it (``python -m halo_policy``) on a free
-port, once per test session, and stopped at the end; tests that need it are marked ``vllm``.
+Every server is started exactly as the local stack starts it (``python -m halo_policy``) on a free
+port; tests that need one are marked ``vllm``. The session's default server is ``vllm_server`` in
+tests/conftest.py. The bfloat16 server and the tower-LoRA server are started once for this package
+(each start takes about 27 s on two cores), and stopped after its last test.
 """
 
 from __future__ import annotations
@@ -65,6 +67,44 @@ def stop_policy_server(proc: subprocess.Popen) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+# Not the tiny processor's default (longest_edge 448*256): a 1280x720 screenshot gets fewer image
+# tokens than its 98, so a learner that ignored the setting would rebuild another prompt.
+MAX_PIXELS = 64_000
+
+
+@contextlib.contextmanager
+def policy_server(model_dir: Path, log_path: Path, **env_overrides: str):
+    proc, port = start_policy_server(model_dir, log_path, **env_overrides)
+    try:
+        wait_listening(proc, log_path)
+        yield port
+    finally:
+        stop_policy_server(proc)
+
+
+@pytest.fixture(scope="package")
+def bf16_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """vLLM in bfloat16 with an image budget of its own (``HALO_POLICY_MAX_PIXELS``)."""
+    from halo.settings.policy import PolicySettings
+
+    log_path = tmp_path_factory.mktemp("vllm-bf16") / "server.log"
+    env = {"HALO_POLICY_DTYPE": "bfloat16", "HALO_POLICY_MAX_PIXELS": str(MAX_PIXELS)}
+    with policy_server(tiny_model_dir, log_path, **env) as port:
+        yield PolicySettings(
+            port=port, model=str(tiny_model_dir), max_lora_rank=8, dtype="bfloat16", max_pixels=MAX_PIXELS
+        )
+
+
+@pytest.fixture(scope="package")
+def tower_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """vLLM with LoRA on the vision tower and merger (``HALO_POLICY_TOWER_LORA``); with its log."""
+    from halo.settings.policy import PolicySettings
+
+    log_path = tmp_path_factory.mktemp("vllm-tower") / "server.log"
+    with policy_server(tiny_model_dir, log_path, HALO_POLICY_TOWER_LORA="true") as port:
+        yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8), log_path
 
 
 PAGE = """<!doctype html><html><head><style>

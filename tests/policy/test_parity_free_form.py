@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from bench.bench_parity_bf16 import ALARM, figures, gaps, sample, scorable
-from tests.policy.test_parity_temperature import BF16_MAX, BF16_MEAN, MAX_PIXELS, bf16_server  # noqa: F401
+from tests.policy.conftest import MAX_PIXELS
+from tests.policy.test_parity_temperature import BF16_MAX, BF16_MEAN
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.browser]
 
@@ -22,7 +23,7 @@ MAX_TOKENS = 256  # configs/rl_config.yaml: the gpu target's completion budget
 
 
 async def test_bfloat16_learner_scores_free_form_answers_within_rounding(
-    bf16_server,  # noqa: F811 (the grammar test's fixture, imported)
+    bf16_server,
     tiny_model_dir,
     screenshot_png,
 ):

@@ -23,41 +23,21 @@ The figures (mean, p99, max per token) are printed and recorded in docs/policy.m
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from halo.policy_client import PolicyClient
 from halo.policy_results import SampleResult
 from halo.prompts import tool_call_regex
 from halo.settings.policy import PolicySettings
-from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
+from tests.policy.conftest import MAX_PIXELS
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.browser]
 
 TEMPERATURE = 0.7
 FLOAT32_MAX = 1e-4
 BF16_MAX, BF16_MEAN = 0.05, 0.01
-# Not the tiny processor's default (longest_edge 448*256): a 1280x720 screenshot gets fewer image
-# tokens than its 98, so a learner that ignored the setting would rebuild another prompt.
-MAX_PIXELS = 64_000
 GOAL = "Reply to Bob that Friday works"
 HISTORY = ["left_click(coordinate=[300, 180])", "type(text='Friday works')"]
-
-
-@pytest.fixture(scope="module")
-def bf16_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> PolicySettings:
-    log_path = tmp_path_factory.mktemp("vllm-bf16") / "server.log"
-    proc, port = start_policy_server(
-        tiny_model_dir, log_path, HALO_POLICY_DTYPE="bfloat16", HALO_POLICY_MAX_PIXELS=str(MAX_PIXELS)
-    )
-    try:
-        wait_listening(proc, log_path)
-        yield PolicySettings(
-            port=port, model=str(tiny_model_dir), max_lora_rank=8, dtype="bfloat16", max_pixels=MAX_PIXELS
-        )
-    finally:
-        stop_policy_server(proc)
 
 
 async def _sample(settings: PolicySettings, png: bytes, *, n: int = 8, seed: int = 5) -> SampleResult:

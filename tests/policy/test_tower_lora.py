@@ -1,7 +1,8 @@
 """A LoRA on the vision tower and merger, served by vLLM, scores like the learner's PEFT model.
 
 vLLM 0.32's Qwen3-VL applies LoRA to ``visual.*`` modules only when started with
-``--enable-tower-connector-lora``; without it those keys are dropped (a warning per module at
+``--enable-tower-connector-lora`` (what ``HALO_POLICY_TOWER_LORA=true`` passes; the package's
+``tower_server``); without it those keys are dropped (a warning per module at
 start-up, none when an adapter is loaded) and the served policy silently differs from the trained
 one. Here a server with the flag samples a screenshot under the base model, a language + vision
 adapter and a vision-only adapter, all in flight together (so the vision encoder may batch images
@@ -14,7 +15,6 @@ Measured figures are printed and recorded in docs/policy.md.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from pathlib import Path
 
@@ -23,7 +23,6 @@ import pytest
 from halo.policy_client import PolicyClient
 from halo.policy_results import SampleResult
 from halo.settings.policy import PolicySettings
-from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.browser]
 
@@ -68,17 +67,6 @@ def adapters(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         "both": _adapter(tiny_model_dir, out / "both", f"({LANGUAGE_TARGETS}|{VISION_TARGETS})", seed=3),
         "vision": _adapter(tiny_model_dir, out / "vision", VISION_TARGETS, seed=4),
     }
-
-
-@pytest.fixture(scope="module")
-def tower_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[PolicySettings, Path]:
-    log_path = tmp_path_factory.mktemp("vllm-tower") / "server.log"
-    proc, port = start_policy_server(tiny_model_dir, log_path, HALO_POLICY_EXTRA_ARGS=json.dumps([TOWER_FLAG]))
-    try:
-        wait_listening(proc, log_path)
-        yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8), log_path
-    finally:
-        stop_policy_server(proc)
 
 
 async def _sample_all(settings: PolicySettings, png: bytes, adapters: dict[str, Path]) -> dict[str, SampleResult]:

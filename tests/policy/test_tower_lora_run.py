@@ -2,9 +2,9 @@
 and the run-start probe (``halo_trainer.checks.tower_check``) tells a server that applies vision-side LoRA
 from one that drops it.
 
-Two vLLM starts, one after the other: a default server (no tower LoRA) for the refusal, stopped
-before the second, started with ``HALO_POLICY_TOWER_LORA=true`` (the setting, not a raw flag),
-which the other tests share. Measured figures are printed and recorded in docs/trainer.md.
+Two vLLM servers: the session's default one (no tower LoRA) for the refusal, and the package's
+``tower_server``, started with ``HALO_POLICY_TOWER_LORA=true`` (the setting, not a raw flag), for
+the rest. Measured figures are printed and recorded in docs/trainer.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams
 from halo.settings.policy import PolicySettings
 from tests.learner_config import plain_config
-from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.browser]
 
@@ -49,22 +48,11 @@ def learner(tiny_model_dir):
     return _learner(tiny_model_dir)
 
 
-@pytest.fixture(scope="module")
-def tower_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    log_path = tmp_path_factory.mktemp("vllm-tower-run") / "server.log"
-    proc, port = start_policy_server(tiny_model_dir, log_path, HALO_POLICY_TOWER_LORA="true")
-    try:
-        wait_listening(proc, log_path)
-        yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8), log_path
-    finally:
-        stop_policy_server(proc)
-
-
 def _client(settings: PolicySettings) -> PolicyClient:
     return PolicyClient.from_settings(settings, structured_outputs="off", max_tokens=32)
 
 
-def test_the_probe_refuses_a_server_without_tower_lora(learner, tiny_model_dir, tmp_path) -> None:
+def test_the_probe_refuses_a_server_without_tower_lora(vllm_server, vllm_server_log, learner, tmp_path) -> None:
     from halo_trainer.checks.prompt_check import PromptCheckFailed
     from halo_trainer.checks.tower_check import TowerLoraIgnored, check_tower_lora
 
@@ -72,24 +60,21 @@ def test_the_probe_refuses_a_server_without_tower_lora(learner, tiny_model_dir, 
         lora_target = "language+tower"
         sampling = SAMPLING
 
-    log_path = tmp_path / "server.log"
-    proc, port = start_policy_server(tiny_model_dir, log_path)
-    try:
-        wait_listening(proc, log_path)
-
-        async def probe() -> None:
-            async with _client(PolicySettings(port=port, max_lora_rank=8)) as client:
+    async def probe() -> tuple[Exception, set[str], set[str]]:
+        async with _client(vllm_server) as client:
+            before = {m["id"] for m in await client.models()}  # other tests' adapters may be loaded
+            with pytest.raises(TowerLoraIgnored, match="HALO_POLICY_TOWER_LORA") as refused:
                 await check_tower_lora(client, learner, Run, tmp_path)
-                assert not {m["id"] for m in await client.models()} - {client.base_model}  # probe unloaded
+            return refused.value, before, {m["id"] for m in await client.models()}
 
-        with pytest.raises(TowerLoraIgnored, match="HALO_POLICY_TOWER_LORA") as refused:
-            asyncio.run(probe())
-    finally:
-        stop_policy_server(proc)
-    assert isinstance(refused.value, PromptCheckFailed)  # runs.py fails the run as a settings problem
-    assert "--enable-tower-connector-lora" in str(refused.value)
+    refused, before, after = asyncio.run(probe())
+    assert after <= before  # the probe's adapter unloaded
+    assert isinstance(refused, PromptCheckFailed)  # runs.py fails the run as a settings problem
+    assert "--enable-tower-connector-lora" in str(refused)
     assert not (tmp_path / "tower_probe").exists()
-    assert "no matching PunicaWrapper" in log_path.read_text(errors="replace")  # vLLM's only sign
+    if vllm_server_log.exists():  # not when HALO_TEST_POLICY_PORT reuses a server started elsewhere
+        # vLLM's only sign, a warning per vision module when the server without the flag started
+        assert "no matching PunicaWrapper" in vllm_server_log.read_text(errors="replace")
 
 
 def test_the_probe_passes_a_server_with_tower_lora(tower_server, learner, tmp_path) -> None:
