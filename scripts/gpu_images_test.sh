@@ -9,6 +9,8 @@
 #   3. the policy image's vLLM is 0.32.0 and its OpenAI server imports (`vllm serve --help`
 #      itself needs a device: see step 3), and its resolved command on the gpu target has the gpu flags
 #      (bfloat16, the memory share, runtime LoRA);
+#   3b. the policy image holds the cluster replica's sidecar (halo_cluster, typer, rich, Ray at the
+#      lock's version) and its launcher plans `python -m halo_cluster replica` for HALO_POLICY_REPLICA_ID;
 #   4. the trainer image answers `halo memory-plan` for an 80 GB card (fits) and a 40 GB one (refused);
 #   5. the trainer started on the gpu target with no card refuses within a minute with its one line.
 # Sizes and times go to bench/results/gpu_images.json.
@@ -78,6 +80,25 @@ cmd=$(docker run --rm --network none --entrypoint python3 -e HALO_POLICY_TARGET=
 for flag in "--dtype bfloat16" "--gpu-memory-utilization 0.45" "--enable-lora" "--max-loras"; do
   [[ "$cmd" == *"$flag"* ]] || fail "the policy's gpu command lacks $flag: $cmd"
 done
+
+log "3b. the policy image as a cluster replica: its sidecar's packages and command"
+# HALO_POLICY_REPLICA_ID makes the launcher start `python -m halo_cluster replica` beside vLLM
+# (docs/cluster.md "Policy replicas"); the image must hold it and Ray at the lock's version.
+ray_lock=$(sed -n 's/^ray==\([^ ;]*\).*/\1/p' requirements/gpu-lock.txt)
+docker run --rm --network none --entrypoint python3 "$POLICY" -c "
+import ray, typer, rich, halo_cluster.replica_sidecar
+assert ray.__version__ == '$ray_lock', (ray.__version__, '$ray_lock')
+" || fail "the policy image lacks the replica sidecar's packages or Ray $ray_lock"
+docker run --rm --network none --entrypoint python3 "$POLICY" -m halo_cluster replica --help >/dev/null \
+  || fail "python -m halo_cluster replica does not run in the policy image"
+plan=$(docker run --rm --network none --entrypoint python3 -e HALO_POLICY_REPLICA_ID=gpu0 \
+  -e HALO_POLICY_REPLICA_URL=http://10.0.0.2:8000 "$POLICY" -c "
+from halo.settings.policy import PolicySettings
+from halo_policy.replica import sidecar_plan
+print(' '.join(sidecar_plan(PolicySettings()).argv[1:]))
+")
+[[ "$plan" == "-m halo_cluster replica --id gpu0 --url http://10.0.0.2:8000 --max-loras "* ]] \
+  || fail "the launcher's sidecar plan in the policy image: $plan"
 
 log "4. halo memory-plan in the trainer image"
 docker run --rm --network none -e HALO_TRAINER_TARGET=gpu "$TRAINER" halo memory-plan --card h100-80gb | tail -n 1 | grep -q "^fits" \
