@@ -1,7 +1,8 @@
 """A run survives its services' faults: vLLM killed and restarted, Chromium killed, a stop mid-run.
 
-The real embedded stack (Redis, vLLM on the CPU, Chromium, reward, trainer), one per module. The
-figures these tests measure are printed (run with ``-s``) and quoted in docs/trainer.md.
+The real embedded stack (Redis, vLLM on the CPU, Chromium, reward, trainer): the e2e package's one
+(tests/e2e/conftest.py). The figures these tests measure are printed (run with ``-s``) and quoted in
+docs/trainer.md.
 """
 
 from __future__ import annotations
