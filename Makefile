@@ -42,7 +42,7 @@ UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model images gpu-base gpu-images-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model images gpu-base gpu-images-test cluster-compose-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -73,6 +73,9 @@ gpu-base:         ## the GPU images' base: Debian, Python 3.11, requirements/gpu
 
 images: compose-env $(if $(filter compose,$(COMPOSE_STACK)),gpu-base)  ## build the stack's images from this checkout (make up and make model do it first)
 	$(COMPOSE) build
+
+cluster-compose-test:  ## the cluster's Compose files started here without a GPU: the head (Redis, Ray head, supervisor) and a rollout node placed (docs/cluster.md; after make gpu-images-test)
+	bash scripts/cluster_compose_test.sh
 
 gpu-images-test:  ## the GPU images built here from requirements/gpu-lock.txt and smoke-tested without a GPU (docs/compose.md; Docker engine; 10.4 GB, about 6 min cold)
 	bash scripts/gpu_images_test.sh

@@ -54,6 +54,9 @@ def test_the_head_file_resolves_to_redis_the_ray_head_its_supervisor_and_the_tra
     assert {n: s.get("profiles") for n, s in services.items() if s.get("profiles")} == {"data-server": ["http-store"]}
     assert {s.get("network_mode") for s in services.values()} == {"host"}
     assert services["redis"]["image"] == "redis:7-alpine"
+    assert (
+        config(tmp_path, HEAD, HALO_REDIS_IMAGE="mirror.example/redis:7")["redis"]["image"] == "mirror.example/redis:7"
+    )
     assert command(services["redis"])[:6] == ["redis-server", "--bind", "10.0.0.1", "--port", "6379", "--requirepass"]
     assert "redis-pass" in command(services["redis"])
     for name in ("ray-head", "supervisor", "trainer"):
@@ -108,6 +111,10 @@ def test_the_node_file_resolves_to_a_ray_worker_and_a_policy_replica_that_starts
     node = services["rollout-node"]
     assert node["build"]["dockerfile"] == "Dockerfile.env"
     assert node["build"]["args"]["BASE_IMAGE"] == "halo-gpu-base:latest"
+    assert node["build"]["args"]["CHROMIUM_PATH"] == ""  # Playwright downloads its Chromium
+    local = config(tmp_path, NODE, HALO_NODE_BASE_IMAGE="base:local", HALO_NODE_CHROMIUM_PATH="/usr/bin/chromium")
+    args = local["rollout-node"]["build"]["args"]
+    assert (args["BASE_IMAGE"], args["CHROMIUM_PATH"]) == ("base:local", "/usr/bin/chromium")
     assert command(node) == [
         "ray",
         "start",

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The cluster's Compose files started here, on one machine without a GPU (`make cluster-compose-test`,
+# docs/cluster.md "Deploy"): the head's Redis, Ray head and supervisor from
+# docker-compose.cluster-head.yml, and one rollout node from docker-compose.cluster-node.yml, built
+# from the GPU images (halo-gpu-base: `make gpu-images-test` builds it). The supervisor must place
+# the node's actor, whose sites, env and reward services answer on the node's address. Not started:
+# the trainer and the node's policy replica (each reserves a GPU; the images themselves are smoke-
+# tested by `make gpu-images-test`) and the http store's data-server (a profile).
+#
+# Both files use host networking. Here the head and the node share the machine's loopback: the head
+# on 127.0.0.2, the node on 127.0.0.3 (the machine's own Redis keeps 127.0.0.1:6379). Where no
+# registry answers, Redis and Chromium come from Debian's packages: HALO_REDIS_IMAGE and
+# HALO_NODE_BASE_IMAGE/HALO_NODE_CHROMIUM_PATH name local builds instead of redis:7-alpine and
+# Playwright's download. Figures go to bench/results/cluster_compose.json.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BASE="${HALO_GPU_BASE_IMAGE:-halo-gpu-base:latest}"
+DEBIAN_IMAGE="${HALO_GPU_DEBIAN_IMAGE:-halo-debian:bookworm}"
+REDIS_IMAGE=halo-redis:local
+NODE_BASE=halo-gpu-base-chromium:local
+HEAD_IP=127.0.0.2
+NODE_IP=127.0.0.3
+PLACE_TIMEOUT_S="${HALO_CLUSTER_COMPOSE_TIMEOUT_S:-420}"
+log() { printf '[cluster-compose %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+now() { date +%s; }
+fail() { log "FAILED: $*"; exit 1; }
+compose() { if command -v docker-compose >/dev/null 2>&1; then docker-compose "$@"; else docker compose "$@"; fi; }
+
+docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md: install docker.io, start dockerd)"; exit 1; }
+docker image inspect "$BASE" >/dev/null 2>&1 || { log "no $BASE image: make gpu-images-test builds it"; exit 1; }
+if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
+  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
+fi
+export HALO_EXTRA_CA_CERTS
+
+t0=$(now)
+log "building $REDIS_IMAGE and $NODE_BASE from Debian's packages"
+docker build -q --network host -t "$REDIS_IMAGE" - >/dev/null <<EOF
+FROM $DEBIAN_IMAGE
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server \
+ && rm -rf /var/lib/apt/lists/*
+EOF
+docker build -q --network host -t "$NODE_BASE" - >/dev/null <<EOF
+FROM $BASE
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    chromium fonts-liberation fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
+EOF
+
+work=$(mktemp -d)
+env_file="$work/cluster.env"
+cat > "$env_file" <<EOF
+HALO_CLUSTER_HEAD_IP=$HEAD_IP
+HALO_NODE_IP=$NODE_IP
+HALO_NODE_NAME=n1
+HALO_REDIS_PASSWORD=$(openssl rand -hex 16)
+HALO_CLUSTER_TOKEN=$(openssl rand -hex 32)
+HALO_TRAINER_API_TOKEN=$(openssl rand -hex 16)
+HALO_CLUSTER_DATA=$work/data
+HALO_CLUSTER_ROLLOUT_NODES=1
+HALO_CLUSTER_WORKERS_PER_NODE=1
+HALO_REDIS_IMAGE=$REDIS_IMAGE
+HALO_NODE_BASE_IMAGE=$NODE_BASE
+HALO_NODE_CHROMIUM_PATH=/usr/bin/chromium
+HALO_ENV_FILE=$work/cluster.env
+EOF
+password=$(sed -n 's/^HALO_REDIS_PASSWORD=//p' "$env_file")
+echo "HALO_CLUSTER_REDIS_URL=redis://:$password@$HEAD_IP:6379/0" >> "$env_file"
+mkdir -p "$work/data"
+head=(-p halo-cluster-head -f docker-compose.cluster-head.yml --env-file "$env_file")
+node=(-p halo-cluster-node -f docker-compose.cluster-node.yml --env-file "$env_file")
+cleanup() {
+  log "down"
+  compose "${node[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+  compose "${head[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+log "building the head's and the node's images (Dockerfile.trainer, Dockerfile.env on the locked base)"
+compose "${head[@]}" build -q ray-head supervisor >/dev/null
+compose "${node[@]}" build -q rollout-node >/dev/null
+t_build=$(( $(now) - t0 ))
+
+log "the head: redis, ray-head, supervisor"
+t1=$(now)
+compose "${head[@]}" up -d redis ray-head supervisor >/dev/null
+log "the node: rollout-node (ray start --address $HEAD_IP:6380)"
+compose "${node[@]}" up -d rollout-node >/dev/null
+
+status() { compose "${head[@]}" exec -T supervisor python -m halo_cluster status "$@"; }
+t_running=""
+while (( $(now) - t1 < PLACE_TIMEOUT_S )); do
+  if status >/dev/null 2>&1; then t_running=$(( $(now) - t1 )); break; fi
+  sleep 3
+done
+status || true
+[ -n "$t_running" ] || {
+  compose "${head[@]}" logs --tail 40 supervisor ray-head >&2 || true
+  compose "${node[@]}" logs --tail 60 rollout-node >&2 || true
+  fail "the rollout node was not running within ${PLACE_TIMEOUT_S}s"
+}
+record=$(status --json)
+log "the node's services answer on its address"
+python3 - "$record" "$NODE_IP" <<'EOF' || fail "the node's record or services"
+import json, sys, urllib.request
+record, node_ip = json.loads(sys.argv[1]), sys.argv[2]
+[node] = record["nodes"]
+assert node["state"] == "running" and node["address"] == node_ip, node
+alive = [p for p in node["processes"] if p["alive"]]
+assert len(alive) == len(node["processes"]) >= 4, node["processes"]  # sites, env, reward, a worker
+urls = node["urls"]
+assert {"sites", "env", "reward"} <= set(urls), urls
+for name, url in urls.items():
+    assert node_ip in url, (name, url)
+    urllib.request.urlopen(f"{url}/health", timeout=10).read()
+print(f"{node['name']} running on {node['address']}: {', '.join(p['name'] for p in alive)}; answered: {sorted(urls)}")
+EOF
+
+mkdir -p bench/results
+printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \
+  "$(date -u +%F)" "$t_build" "$t_running" | tee bench/results/cluster_compose.json
+log "passed: the head's and a node's Compose files start, and the node is placed and serves"
