@@ -90,33 +90,37 @@ log "the node: rollout-node (ray start --address $HEAD_IP:6380)"
 compose "${node[@]}" up -d rollout-node >/dev/null
 
 status() { compose "${head[@]}" exec -T supervisor python -m halo_cluster status "$@"; }
-t_running=""
-while (( $(now) - t1 < PLACE_TIMEOUT_S )); do
-  if status >/dev/null 2>&1; then t_running=$(( $(now) - t1 )); break; fi
-  sleep 3
-done
-status || true
-[ -n "$t_running" ] || {
-  compose "${head[@]}" logs --tail 40 supervisor ray-head >&2 || true
-  compose "${node[@]}" logs --tail 60 rollout-node >&2 || true
-  fail "the rollout node was not running within ${PLACE_TIMEOUT_S}s"
-}
-record=$(status --json)
-log "the node's services answer on its address"
-python3 - "$record" "$NODE_IP" <<'EOF' || fail "the node's record or services"
+# Running, with every process of the node alive and its services answering on the node's address
+# (the supervisor reads a node's processes on the look after the one that saw it start).
+check_node() {
+  python3 - "$1" "$NODE_IP" <<'EOF'
 import json, sys, urllib.request
 record, node_ip = json.loads(sys.argv[1]), sys.argv[2]
 [node] = record["nodes"]
 assert node["state"] == "running" and node["address"] == node_ip, node
-alive = [p for p in node["processes"] if p["alive"]]
+alive = [p["name"] for p in node["processes"] if p["alive"]]
 assert len(alive) == len(node["processes"]) >= 4, node["processes"]  # sites, env, reward, a worker
 urls = node["urls"]
 assert {"sites", "env", "reward"} <= set(urls), urls
 for name, url in urls.items():
     assert node_ip in url, (name, url)
     urllib.request.urlopen(f"{url}/health", timeout=10).read()
-print(f"{node['name']} running on {node['address']}: {', '.join(p['name'] for p in alive)}; answered: {sorted(urls)}")
+print(f"{node['name']} running on {node['address']}: {', '.join(alive)} alive; {', '.join(sorted(urls))} answered")
 EOF
+}
+t_running=""
+while (( $(now) - t1 < PLACE_TIMEOUT_S )); do
+  if record=$(status --json 2>/dev/null) && check_node "$record" 2>/dev/null; then t_running=$(( $(now) - t1 )); break; fi
+  sleep 3
+done
+status || true
+[ -n "$t_running" ] || {
+  check_node "$(status --json 2>/dev/null)" || true
+  compose "${head[@]}" logs --tail 40 supervisor ray-head >&2 || true
+  compose "${node[@]}" logs --tail 60 rollout-node >&2 || true
+  fail "the rollout node was not running with its services within ${PLACE_TIMEOUT_S}s"
+}
+check_node "$record"
 
 mkdir -p bench/results
 printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \

@@ -158,7 +158,15 @@ def supervise() -> None:
     setup_logging("halo_cluster")
     settings = ClusterSettings()
     use_token_here(os.environ["RAY_AUTH_TOKEN"])
-    ray.init(address=head.ray_address(settings), namespace=NAMESPACE, logging_level="WARNING")
+    # A driver attaches to the raylet registered with its own node IP, through that raylet's sockets
+    # under /tmp/ray. Ray's guess of the IP is the machine's first address: on a head with several
+    # (or a container beside the Ray head's, docker-compose.cluster-head.yml) it matches no raylet.
+    ray.init(
+        address=head.ray_address(settings),
+        namespace=NAMESPACE,
+        logging_level="WARNING",
+        _node_ip_address=settings.head_ip,
+    )
     from halo.settings.store import StoreSettings
     from halo.store import store_env, write_probe
 
