@@ -80,6 +80,10 @@ def test_the_head_file_resolves_to_redis_the_ray_head_its_supervisor_and_the_tra
     sup = env(services["supervisor"])
     assert command(services["supervisor"]) == ["python", "-m", "halo_cluster", "supervise"]
     assert (sup["HALO_CLUSTER_HEAD_IP"], sup["HALO_CLUSTER_RAY_PORT"]) == ("10.0.0.1", "6380")
+    # A Ray driver beside the Ray head's container: it shares its processes and its /tmp/ray.
+    assert services["supervisor"]["pid"] == "service:ray-head"
+    for name in ("ray-head", "supervisor"):
+        assert "ray-tmp:/tmp/ray" in _volumes(services[name]), name
     assert (sup["HALO_CLUSTER_ROLLOUT_NODES"], sup["HALO_CLUSTER_WORKERS_PER_NODE"]) == ("2", "4")
     # The nodes' workers and the trainer sample from the replicas the node files register, under one prefix.
     assert (sup["HALO_CLUSTER_POLICY_REPLICAS"], sup["HALO_CLUSTER_KEY_PREFIX"]) == ("true", PREFIX)
@@ -199,6 +203,14 @@ def test_the_raycluster_manifest_has_a_head_a_rollout_group_and_token_auth() -> 
         assert {"name": "halo-data", "mountPath": "/data"} in container["volumeMounts"], container["name"]
     sup = {e["name"]: e.get("value", "") for e in containers["supervisor"]["env"] if "value" in e}
     _settings_accept(sup, "halo.settings.cluster", "ClusterSettings")
+    # The supervisor is a Ray driver: it attaches to the head's raylet by the pod's IP, found in the
+    # shared process table, through the raylet's sockets in the shared /tmp/ray.
+    head_ip = next(e for e in containers["supervisor"]["env"] if e["name"] == "HALO_CLUSTER_HEAD_IP")
+    assert head_ip["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert head["template"]["spec"]["shareProcessNamespace"] is True
+    for name in ("ray-head", "supervisor"):
+        assert {"name": "ray-tmp", "mountPath": "/tmp/ray"} in containers[name]["volumeMounts"], name
+    assert {"name": "ray-tmp", "emptyDir": {}} in head["template"]["spec"]["volumes"]
 
 
 def test_the_sbatch_example_runs_only_halo_commands_that_exist() -> None:
