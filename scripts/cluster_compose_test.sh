@@ -3,7 +3,9 @@
 # docs/cluster.md "Deploy"): the head's Redis, Ray head and supervisor from
 # docker-compose.cluster-head.yml, and one rollout node from docker-compose.cluster-node.yml, built
 # from the GPU images (halo-gpu-base: `make gpu-images-test` builds it). The supervisor must place
-# the node's actor, whose sites, env and reward services answer on the node's address. Not started:
+# the node's actor, whose sites, env and reward services answer on the node's address; then the
+# node's raylet is SIGKILLed, and the container's restart policy and the supervisor must bring the
+# node back (a new Ray node, running, its services answering). Not started:
 # the trainer and the node's policy replica (each reserves a GPU; the images themselves are smoke-
 # tested by `make gpu-images-test`) and the http store's data-server (a profile).
 #
@@ -122,7 +124,36 @@ status || true
 }
 check_node "$record"
 
+log "the node's raylet SIGKILLed: its container exits, restarts (restart: unless-stopped) and the node is placed again"
+node_id() { python3 -c "import json, sys; print(json.loads(sys.argv[1])['nodes'][0]['node_id'])" "$1"; }
+before=$(node_id "$record")
+container=$(compose "${node[@]}" ps -q rollout-node)
+# The raylet is the process whose argv[0] ends in /raylet (ps is not in the image).
+compose "${node[@]}" exec -T rollout-node python -c "
+import os, signal
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        argv0 = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\0')[0]
+    except OSError:
+        continue
+    if argv0.endswith(b'/raylet'):
+        os.kill(int(pid), signal.SIGKILL)
+" || true
+t2=$(now)
+t_back=""
+while (( $(now) - t2 < PLACE_TIMEOUT_S )); do
+  if record=$(status --json 2>/dev/null) && check_node "$record" >/dev/null 2>&1 && [ "$(node_id "$record")" != "$before" ]; then
+    t_back=$(( $(now) - t2 )); break
+  fi
+  sleep 3
+done
+restarts=$(docker inspect -f '{{.RestartCount}}' "$container")
+status || true
+[ -n "$t_back" ] || fail "the node was not placed again within ${PLACE_TIMEOUT_S}s of its raylet's kill (container restarts: $restarts)"
+(( restarts >= 1 )) || fail "the node's container did not restart (RestartCount $restarts)"
+check_node "$record"
+
 mkdir -p bench/results
-printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \
-  "$(date -u +%F)" "$t_build" "$t_running" | tee bench/results/cluster_compose.json
-log "passed: the head's and a node's Compose files start, and the node is placed and serves"
+printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "raylet_kill_to_node_running_again_s": %s, "container_restarts": %s, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \
+  "$(date -u +%F)" "$t_build" "$t_running" "$t_back" "$restarts" | tee bench/results/cluster_compose.json
+log "passed: the head's and a node's Compose files start, the node is placed and serves, and again after its raylet's kill"
