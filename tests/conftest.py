@@ -123,20 +123,12 @@ def vllm_server(tiny_model_dir, vllm_server_log: Path):
     # Defined here, not in tests/policy/conftest.py: a session fixture imported into a test module is
     # a fixture of that module, and each such module started a vLLM of its own (about 2 min each).
     from halo.settings.policy import PolicySettings
-    from tests.policy.conftest import start_policy_server, stop_policy_server, wait_listening
+    from tests.policy.conftest import policy_server
 
     reuse = os.environ.get("HALO_TEST_POLICY_PORT")
     if reuse:
         root = httpx.get(f"http://127.0.0.1:{reuse}/v1/models", timeout=10).json()["data"][0]["root"]
         yield PolicySettings(port=int(reuse), model=root, max_lora_rank=8)
         return
-    log_path = vllm_server_log
-    proc, port = start_policy_server(tiny_model_dir, log_path)
-    try:
-        wait_listening(proc, log_path)
+    with policy_server(tiny_model_dir, vllm_server_log) as port:
         yield PolicySettings(port=port, model=str(tiny_model_dir), max_lora_rank=8)
-        if proc.poll() is not None:  # it died during the session: show why
-            tail = log_path.read_bytes().decode("utf-8", "replace")[-6000:]
-            sys.stderr.write(f"\nvLLM exited with {proc.returncode} during the tests; last output:\n{tail}\n")
-    finally:
-        stop_policy_server(proc)

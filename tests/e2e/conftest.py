@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halo.cli.stack_probes import is_alive
 from tests import lifetime
 from tests.conftest import free_port
 
@@ -123,16 +124,6 @@ def running(s: Stack) -> Iterator[Stack]:
 ENDED = {"stopped", "finished", "failed"}
 
 
-def services_down(s: Stack) -> list[str]:
-    down = []
-    for name, url in s.url.items():
-        try:
-            httpx.get(f"{url}/health", timeout=10).raise_for_status()
-        except httpx.HTTPError:
-            down.append(name)
-    return down
-
-
 def end_runs(s: Stack, timeout_s: float = 300) -> list[str]:
     """Stop every run that has not ended and wait until each has; returns the ones it stopped."""
     with s.api() as api:
@@ -155,7 +146,7 @@ def stack(shared_stack: Stack):
     """The package's stack for one module: every service answering and no run going at the start;
     its environment put back and its runs stopped at the end."""
     s, env = shared_stack, dict(shared_stack.env)
-    if down := services_down(s):
+    if down := [name for name, url in s.url.items() if not is_alive(url)]:
         up = s.halo("stack", "up")
         assert up.returncode == 0, f"{down} down, and did not come up again:\n{up.stdout}\n{up.stderr}"
     # A trainer that an earlier module left dead resumed that module's runs when it started again.

@@ -75,11 +75,15 @@ MAX_PIXELS = 64_000
 
 
 @contextlib.contextmanager
-def policy_server(model_dir: Path, log_path: Path, **env_overrides: str):
+def policy_server(model_dir: Path | str, log_path: Path, **env_overrides: str):
+    """A listening server's port; stopped at the end, with vLLM's last output when it died meanwhile."""
     proc, port = start_policy_server(model_dir, log_path, **env_overrides)
     try:
         wait_listening(proc, log_path)
         yield port
+        if proc.poll() is not None:  # it died while the tests used it: show why
+            tail = log_path.read_bytes().decode("utf-8", "replace")[-6000:]
+            sys.stderr.write(f"\nvLLM exited with {proc.returncode} during the tests; last output:\n{tail}\n")
     finally:
         stop_policy_server(proc)
 
