@@ -2,7 +2,9 @@
 `torchrun --nproc-per-node N -m halo_trainer` rank 0 is the service and the other ranks follow its
 learner (``halo_trainer.learner.ranks``)."""
 
+import logging
 import os
+import signal
 import sys
 
 from halo.settings.trainer import TrainerSettings
@@ -32,10 +34,19 @@ if __name__ == "__main__":
     except DefaultsError as exc:
         sys.stderr.write(f"halo_trainer: {exc}\n")
         sys.exit(2)
+    if settings.learner_ranks > 1 and "WORLD_SIZE" not in os.environ:
+        # HALO_TRAINER_LEARNER_RANKS: this process becomes the launcher of the ranks (torchrun's).
+        from halo_trainer.learner import launch
+
+        if (problem := launch.problem(settings.learner_ranks, device)) is not None:
+            sys.stderr.write(f"halo_trainer: {problem}\n")
+            sys.exit(2)
+        sys.exit(launch.launch(settings.learner_ranks))
     channel = None
     if os.environ.get("WORLD_SIZE", "1") != "1":  # under torchrun: the learner spans the ranks
-        from halo_trainer.learner import ranks
+        from halo_trainer.learner import launch, ranks
 
+        launch.die_with_launcher()
         try:
             channel = ranks.join()
         except ValueError as exc:
@@ -43,6 +54,11 @@ if __name__ == "__main__":
             sys.exit(2)
         if channel is not None and not channel.ranks.writes:
             # The API, Redis, vLLM and the run loop are rank 0's: this rank follows its learner.
+            # Rank 0 ends it ("exit" on its way out, or its closed connections): a SIGTERM that
+            # reaches every rank at once (a stop of the process group) must not end this rank
+            # while rank 0 still tells it to drop a run's learner.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            logging.basicConfig(level=logging.INFO, format=f"halo_trainer rank {channel.ranks.rank}: %(message)s")
             try:
                 ranks.serve(channel)
             except RuntimeError as exc:  # rank 0 gone (its connections closed), or this rank's learner failed to build
@@ -53,6 +69,15 @@ if __name__ == "__main__":
 
     from halo_trainer.api.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+    app = create_app(settings)
     if channel is not None:
-        ranks.close()  # the other ranks' serve returns
+        # uvicorn raises the signal it shut down on once more after its shutdown, which would end
+        # this process before the other ranks hear the exit below: after uvicorn, it does nothing.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda signum, frame: None)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    if channel is not None:
+        try:
+            ranks.close()  # the other ranks' serve returns
+        except RuntimeError as exc:  # a rank already gone (killed): nothing left to tell it
+            sys.stderr.write(f"halo_trainer: the other ranks did not hear the exit: {exc}\n")

@@ -108,6 +108,12 @@ class TrainerSettings(HaloSettings):
         2,
         description="Rollout worker tasks inside the trainer (more can run as `python -m halo_trainer.worker`)",
     )
+    learner_ranks: Annotated[int, Field(ge=1, le=64)] = Field(
+        1,
+        description="Processes the learner spans, data-parallel with FSDP2: one per GPU on the gpu target "
+        "(the first N cards the trainer sees), gloo processes on the cpu target. Above 1, `python -m halo_trainer` "
+        "starts itself N times under torch's elastic launcher (torchrun) on this machine; rank 0 is the service",
+    )
     job_claim_idle_s: Annotated[float, Field(gt=0)] = Field(
         60.0, description="A job silent this long (no heartbeat) is reclaimed from its dead worker, s"
     )

@@ -145,21 +145,30 @@ class Leader:
         return self._call("resume", checkpoints)
 
 
-def build(model_path: str, config: LearnerConfig, *, device: str, dtype: str) -> Learner:
-    """One process's learner of a run."""
+def build(
+    model_path: str, config: LearnerConfig, *, device: str, dtype: str, seed: int, ranks: Ranks | None = None
+) -> Learner:
+    """A run's learner: the LoRA initialised from the run's ``seed``, so that one process and every
+    rank start from the same adapter (each rank's shard is of it, and N ranks make one process's
+    updates), and a run started again draws it again. Across ranks ``device`` is the mesh's
+    device type: each rank's own card (torchrun's ``LOCAL_RANK``, ``Ranks.from_env``)."""
     from halo_model.loading import load_model
 
-    return Learner(load_model(model_path, device=device, dtype=dtype), config)
-
-
-def _build_ranked(ranks: Ranks, model_path: str, config: LearnerConfig, dtype: str, seed: int) -> Learner:
-    """This rank's learner of a run: on its own device (torchrun's ``LOCAL_RANK``), the LoRA
-    initialised from rank 0's seed so that every rank's shard is of the same adapter."""
-    from halo_model.loading import load_model
-
-    model = load_model(model_path, device=ranks.mesh.device_type, dtype=dtype)
+    model = load_model(model_path, device=device, dtype=dtype)
     torch.manual_seed(seed)
     return Learner(model, config, ranks=ranks)
+
+
+# What a follower's log line shows of an update's metrics: every rank reports the gathered figures,
+# so these equal the ones rank 0 writes to the run's metrics.
+_SHOWN = ("train/step", "train/loss", "train/grad_norm", "train/tokens", "dpo/loss", "dpo/grad_norm")
+
+
+def _figures(result: Any) -> str:
+    if not isinstance(result, dict):
+        return ""
+    shown = [f"{key}={result[key]:.9g}" for key in _SHOWN if isinstance(result.get(key), (int, float))]
+    return f" ({', '.join(shown)})" if shown else ""
 
 
 _joined: Channel | None = None
@@ -181,14 +190,16 @@ def world_size() -> int:
 
 def lead(model_path: str, config: LearnerConfig, *, device: str, dtype: str, seed: int) -> Leader:
     """A run's learner on rank 0, the other ranks told to build theirs alike; one process's learner
-    when this process joined no ranks. Across ranks every rank initialises the LoRA from ``seed``
-    (the run's) on its own device; one process draws it as it always did, on ``device``."""
+    when this process joined no ranks (``build``)."""
     channel = _joined
     if channel is None:
-        return Leader(build(model_path, config, device=device, dtype=dtype))
+        return Leader(build(model_path, config, device=device, dtype=dtype, seed=seed))
     with channel.lock:
         channel.tell("start", model_path, config, dtype, seed)
-        return Leader(_build_ranked(channel.ranks, model_path, config, dtype, seed), channel)
+        learner = build(
+            model_path, config, device=channel.ranks.mesh.device_type, dtype=dtype, seed=seed, ranks=channel.ranks
+        )
+        return Leader(learner, channel)
 
 
 def end_run() -> None:
@@ -224,13 +235,17 @@ def serve(channel: Channel) -> list[str]:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             if name == "start":
-                learner = _build_ranked(channel.ranks, *args)
+                model_path, config, dtype, seed = args
+                device = channel.ranks.mesh.device_type
+                learner = build(model_path, config, device=device, dtype=dtype, seed=seed, ranks=channel.ranks)
+            logger.info("%s of a run's learner", "built" if learner is not None else "dropped")
             continue
         if learner is None:
             logger.error("rank %d: rank 0 asked for %r with no run's learner built; ignored", channel.ranks.rank, name)
             continue
         try:
-            CALLS[name](learner, *args, **kwargs)
+            result = CALLS[name](learner, *args, **kwargs)
             made.append(name)
+            logger.info("%s made%s", name, _figures(result))
         except Exception:
             logger.exception("rank %d: %s failed", channel.ranks.rank, name)

@@ -1,0 +1,181 @@
+"""The trainer service as two learner ranks (``HALO_TRAINER_LEARNER_RANKS=2``: torch's elastic
+launcher, gloo on the CPU) training on real rollouts: Redis, Chromium, vLLM on the CPU, the reward
+service. Rank 0 is the service; rank 1 follows its learner (docs/cluster.md, "In the run loop")."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from safetensors.torch import load_file
+
+from halo.cli.stack_processes import pid_alive
+from tests.e2e.test_training import SHORT_RUN
+from tests.trainer.test_learner_launch import ranks_of
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
+
+FOLLOWER = "halo_trainer rank 1: "
+
+
+def _stop_trainer(stack, timeout_s: float = 60) -> list[int]:
+    """SIGTERM the trainer's process group, as ``halo stack down`` does; the launcher's and its
+    ranks' pids (each rank runs in a session of its own, the launcher passes the signal on)."""
+    launcher = stack.pid("trainer")
+    pids = [launcher, *ranks_of(launcher)]
+    with contextlib.suppress(ProcessLookupError):  # stopped already
+        os.killpg(launcher, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return pids
+
+
+GRPO_RUN = {**SHORT_RUN, "episodes": 8, "eval_every": 0}
+
+
+@pytest.fixture(scope="module")
+def reference(stack) -> tuple[list[dict], Path]:
+    """The metrics of the GRPO run below on the stack's trainer as one process (asked before ``ranked``)."""
+    with stack.api() as api:
+        created = api.post("/runs", json={**GRPO_RUN, "name": "one-process"})
+        assert created.status_code == 201, created.text
+    run_dir = Path(stack.wait_run(created.json()["run_id"], {"finished"})["run_dir"])
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()], run_dir
+
+
+@pytest.fixture(scope="module")
+def ranked(stack):
+    """The stack's trainer started again as two ranks; as one process again at the end."""
+    _stop_trainer(stack)
+    stack.env["HALO_TRAINER_LEARNER_RANKS"] = "2"
+    up = stack.halo("stack", "up", "-s", "trainer")
+    assert up.returncode == 0, up.stdout + up.stderr
+    yield stack
+    _stop_trainer(stack)
+    stack.env.pop("HALO_TRAINER_LEARNER_RANKS")
+    stack.halo("stack", "up", "-s", "trainer")
+
+
+def _follower_lines(log: str) -> list[str]:
+    return [line[len(FOLLOWER) :] for line in log.splitlines() if line.startswith(FOLLOWER)]
+
+
+def _after_the_run(log_path: Path, start: int, timeout_s: float = 60) -> str:
+    """The trainer's log from ``start`` once rank 1 dropped the run's learner (rank 0 tells it so
+    just after the run's state is final)."""
+    deadline = time.monotonic() + timeout_s
+    while FOLLOWER + "dropped of a run's learner" not in (log := log_path.read_text()[start:]):
+        assert time.monotonic() < deadline, log[-3000:]
+        time.sleep(0.5)
+    return log
+
+
+def _figures(line: str) -> dict[str, float]:
+    return {key: float(value) for key, value in re.findall(r"((?:train|dpo)/\w+)=([^,)]+)", line)}
+
+
+def test_two_learner_ranks_train_on_real_rollouts_as_one_process_does(reference, ranked):
+    stack = ranked
+    log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
+    assert len(ranks_of(stack.pid("trainer"))) == 2  # the launcher's two ranks
+
+    start = len(log_path.read_text())
+    with stack.api() as api:
+        created = api.post("/runs", json={**GRPO_RUN, "name": "ranks"})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run_id"]
+    status = stack.wait_run(run_id, {"finished"})
+    assert status["episodes_done"] == 8 and status["updates"] == 2 and status["policy_version"] == 2
+    run_dir = Path(status["run_dir"])
+    log = _after_the_run(log_path, start)
+    assert f"adapter {run_id}-v2 loaded into vLLM" in log
+
+    # Rank 1 built the run's learner, made rank 0's learner calls in rank 0's order, and dropped it.
+    follower = _follower_lines(log)
+    calls = [line.split(" made", 1)[0] for line in follower if " made" in line]
+    assert calls == ["resume", "update", "save_adapter", "checkpoint", "update", "save_adapter", "checkpoint"], follower
+    assert follower[0] == "built of a run's learner" and follower[-1] == "dropped of a run's learner", follower
+
+    # Each update's gathered figures on rank 1 are the ones rank 0 wrote to the run's metrics.
+    metrics = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    updates = [_figures(line) for line in follower if line.startswith("update made")]
+    assert [m["update"] for m in metrics] == [1, 2] and len(updates) == 2
+    for mine, theirs in zip(updates, metrics, strict=True):
+        assert mine["train/step"] == theirs["train/step"]
+        assert mine["train/tokens"] == theirs["train/tokens"] > 0
+        assert mine["train/loss"] == pytest.approx(theirs["train/loss"], rel=1e-8, abs=1e-12)
+        assert mine["train/grad_norm"] == pytest.approx(theirs["train/grad_norm"], rel=1e-8)
+
+    # Every job's result used once in a checkpointed update and acknowledged.
+    client = redis.Redis.from_url(stack.redis_url)
+    assert len(list(client.scan_iter(f"halo:run:{run_id}:results:done:*"))) == 8
+    assert client.xpending(f"halo:run:{run_id}:results", "learner")["pending"] == 0
+    assert (run_dir / "adapters" / "v2" / "adapter_model.safetensors").exists()
+
+    # The first update's batch is the base model's rollouts, drawn with the run's seeds: the one
+    # process's run drew the same, and its update is the same one.
+    (first, *_), (one, *_) = metrics, reference[0]
+    assert first["train/tokens"] == one["train/tokens"]
+    assert first["train/loss"] == pytest.approx(one["train/loss"], rel=1e-5, abs=1e-9)
+    assert first["train/grad_norm"] == pytest.approx(one["train/grad_norm"], rel=1e-5)
+    mine, theirs = (load_file(d / "adapters" / "v1" / "adapter_model.safetensors") for d in (run_dir, reference[1]))
+    assert mine.keys() == theirs.keys()
+    gap = max(float((mine[k] - theirs[k]).abs().max()) for k in mine)
+    moved = max(float(theirs[k].abs().max()) for k in theirs if "lora_B" in k)
+    # Adam's first step moves each entry by about the learning rate (0.01 here): a gradient left
+    # unsummed over the ranks, or another initial adapter, would differ by that much. Measured:
+    # 2.4e-6 (float rounding of the ranks' summation order, near-zero gradient entries; docs/cluster.md).
+    assert moved > 1e-3 and gap < 1e-5, (gap, moved)
+
+
+def test_mcts_on_two_learner_ranks_makes_its_dpo_steps_on_both(ranked):
+    """Real search trees' pairs: both ranks score the reference log-probs and make each DPO step."""
+    stack = ranked
+    log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
+    start = len(log_path.read_text())
+    out = stack.halo(
+        "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
+        "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
+        "--max-depth", "2", "--theta", "0.01", "--eval-every", "0", "--name", "mcts-ranks",
+        "--widening", "0", "--dense-return", "--detach", "--no-stack",
+    )  # fmt: skip
+    # The settings of test_mcts_training's run, which give a one-click task's search its pairs.
+    assert out.returncode == 0, out.stdout + out.stderr
+    run_id = out.stdout.split("run ", 1)[1].split()[0]
+    status = stack.wait_run(run_id, {"finished"})
+    metrics = [json.loads(x) for x in (Path(status["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+    stepped = [m for m in metrics if m["dpo/pairs"] > 0]
+    assert stepped, f"no preference pair in either search: {[m['dpo/pairs'] for m in metrics]}"
+    assert status["policy_version"] == len(stepped)
+
+    follower = _follower_lines(_after_the_run(log_path, start))
+    calls = [line.split(" made", 1)[0] for line in follower if " made" in line]
+    assert calls[0] == "resume" and calls.count("dpo_update") == len(stepped), follower
+    for i, call in enumerate(calls):
+        if call == "dpo_update":
+            assert calls[i - 2 : i] == ["logprobs", "logprobs"], follower
+    steps = [_figures(line) for line in follower if line.startswith("dpo_update made")]
+    for mine, theirs in zip(steps, stepped, strict=True):
+        assert mine["train/step"] == theirs["train/step"]
+        assert mine["dpo/loss"] == pytest.approx(theirs["dpo/loss"], rel=1e-8)
+        assert mine["dpo/grad_norm"] == pytest.approx(theirs["dpo/grad_norm"], rel=1e-8)
+
+
+def test_a_stop_of_the_service_ends_every_rank_cleanly(ranked):
+    """What `halo stack down` sends (SIGTERM to the service's process group) ends the launcher and
+    both ranks, rank 0 telling rank 1 to exit."""
+    stack = ranked
+    log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
+    start = len(log_path.read_text())
+    pids = _stop_trainer(stack)
+    assert not [p for p in pids if pid_alive(p)], pids
+    tail = log_path.read_text()[start:]
+    assert "Traceback" not in tail and "stopped following rank 0" not in tail, tail
