@@ -32,10 +32,7 @@ compose() { if command -v docker-compose >/dev/null 2>&1; then docker-compose "$
 
 docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md: install docker.io, start dockerd)"; exit 1; }
 docker image inspect "$BASE" >/dev/null 2>&1 || { log "no $BASE image: make gpu-images-test builds it"; exit 1; }
-if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
-  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
-fi
-export HALO_EXTRA_CA_CERTS
+. "$ROOT/scripts/extra_ca_certs.sh"
 
 t0=$(now)
 log "building $REDIS_IMAGE and $NODE_BASE from Debian's packages"

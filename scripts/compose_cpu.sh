@@ -29,12 +29,7 @@ if [ -n "${HALO_ENV_FILE:-}" ]; then
   env_file=(--env-file "$HALO_ENV_FILE")
 fi
 
-# Extra CA certificates for pip inside the builds: by default the ones this host added to its own
-# trust store (Debian's local CA folder; empty on most machines). A TLS-intercepting proxy needs them.
-if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
-  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
-  export HALO_EXTRA_CA_CERTS
-fi
+. "$ROOT/scripts/extra_ca_certs.sh"
 
 # The resolved file holds the trainer's token (interpolated from the environment or .env).
 umask 077

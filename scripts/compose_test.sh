@@ -43,10 +43,7 @@ if [ -z "${HALO_TRAINER_API_TOKEN:-}" ]; then
   HALO_TRAINER_API_TOKEN="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 fi
 export HALO_TRAINER_API_TOKEN
-if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
-  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
-  export HALO_EXTRA_CA_CERTS
-fi
+. "$ROOT/scripts/extra_ca_certs.sh"
 
 docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md: install docker.io, start dockerd)"; exit 1; }
 command -v docker-compose >/dev/null 2>&1 || { log "docker-compose is missing (make setup installs it)"; exit 1; }

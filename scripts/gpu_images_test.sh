@@ -27,9 +27,7 @@ now() { date +%s; }
 fail() { log "FAILED: $*"; exit 1; }
 
 docker info >/dev/null 2>&1 || { log "no Docker engine answers (docs/compose.md: install docker.io, start dockerd)"; exit 1; }
-if [ -z "${HALO_EXTRA_CA_CERTS+set}" ]; then
-  HALO_EXTRA_CA_CERTS="$(cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true)"
-fi
+. "$ROOT/scripts/extra_ca_certs.sh"
 
 t0=$(now)
 if ! docker image inspect "$DEBIAN_IMAGE" >/dev/null 2>&1 && ! docker pull -q "$DEBIAN_IMAGE" >/dev/null 2>&1; then
