@@ -179,6 +179,15 @@ def _stat(pid: int) -> Proc | None:
     return Proc(int(fields[1]), int(fields[2]), int(fields[19]), fields[0] in (b"Z", b"X"))
 
 
+def _command_line(pid: int) -> str:
+    """Its command line, else (a process that is exiting has none) its name in brackets."""
+    for name, template in (("cmdline", "{}"), ("comm", "[{}]")):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/{name}", "rb") as fh:
+            if text := fh.read().replace(b"\0", b" ").decode(errors="replace").strip():
+                return template.format(text)
+    return "?"
+
+
 def table() -> dict[int, Proc]:
     procs = {}
     for name in os.listdir("/proc"):
@@ -244,10 +253,11 @@ class Watch:
                 os.write(1, "".join(f"{pid}\n" for pid in new).encode())
             self.adopted.update(new)
 
-    def stop_all(self) -> int:
-        """SIGTERM everything known, SIGKILL what is left after the grace period; how many there were."""
+    def stop_all(self) -> dict[int, str]:
+        """SIGTERM everything known, SIGKILL what is left after the grace period; what there was
+        (pid: command line), so that a leftover can be traced to the test that left it."""
         began = time.monotonic()
-        termed: set[int] = set()
+        termed: dict[int, str] = {}
         while time.monotonic() - began < GIVE_UP_S:
             procs = table()
             self.learn(procs)
@@ -257,11 +267,11 @@ class Watch:
             late = time.monotonic() - began > GRACE_S
             for pid in targets:
                 if late or pid not in termed:
+                    termed.setdefault(pid, _command_line(pid))
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
-                    termed.add(pid)
             time.sleep(0.1)
-        return len(termed)
+        return termed
 
     def run(self) -> None:
         stdin_open, pending, announced = True, b"", False
@@ -286,9 +296,10 @@ class Watch:
             self.tell_adopted(procs)
         stopped = self.stop_all()
         if stopped:
+            which = "; ".join(f"{pid} {line[:120]}" for pid, line in sorted(stopped.items()))
             sys.stderr.write(
                 f"[test session watchdog] the runner (pid {self.runner}) is gone; "
-                f"stopped {stopped} process(es) it had left running\n"
+                f"stopped {len(stopped)} process(es) it had left running: {which}\n"
             )
 
 
