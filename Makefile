@@ -161,7 +161,7 @@ test-release: setup  ## the release tier: vLLM down for a minute mid-run, worker
 	$(PYTEST) -q -m "release and not namespaces"
 
 test-cluster: setup  ## the cluster's release tier as root: 3 network namespaces as nodes, a run with a node killed and one cut off (docs/cluster.md)
-	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py tests/cluster/test_namespace_replicas.py
+	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py tests/cluster/test_namespace_replicas.py tests/cluster/test_namespace_http_store.py
 
 test-fast: setup  ## the fast tier only (no Chromium, vLLM or training)
 	$(PYTEST) -q -m "not slow"

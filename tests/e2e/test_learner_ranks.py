@@ -86,6 +86,10 @@ def test_two_learner_ranks_train_on_real_rollouts_as_one_process_does(reference,
     stack = ranked
     log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
     assert len(ranks_of(stack.pid("trainer"))) == 2  # the launcher's two ranks
+    # The stack knows rank 0 (which answers /health) as the launcher's: its trainer, not another's.
+    again = stack.halo("stack", "up", "-s", "trainer")
+    assert again.returncode == 0 and "trainer  already running" in again.stdout, again.stdout + again.stderr
+    assert "not started by this stack" not in again.stdout, again.stdout
 
     start = len(log_path.read_text())
     with stack.api() as api:

@@ -1,6 +1,8 @@
-"""`python -m halo_trainer`: the trainer service (run API, rollout workers, learner). Under
-`torchrun --nproc-per-node N -m halo_trainer` rank 0 is the service and the other ranks follow its
-learner (``halo_trainer.learner.ranks``)."""
+"""`python -m halo_trainer`: the trainer service (run API, rollout workers, learner). With
+`HALO_TRAINER_LEARNER_RANKS=N` it starts itself N times under torch's elastic launcher
+(``halo_trainer.learner.launch``; the same as `torchrun --standalone --nproc-per-node N -m
+halo_trainer`): rank 0 is the service and the other ranks follow its learner
+(``halo_trainer.learner.ranks``)."""
 
 import logging
 import os

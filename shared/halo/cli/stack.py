@@ -30,7 +30,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from halo.cli.stack_probes import is_ready, probe, redis_reachable
-from halo.cli.stack_processes import ProcessRecord, pid_alive, same_process, spawn, stop_group
+from halo.cli.stack_processes import ProcessRecord, parent_of, pid_alive, same_process, spawn, stop_group
 from halo.cli.stack_state import StackState, load_state, locked, save_state, state_path
 from halo.local_token import ensure_token
 from halo.settings import HaloSettings
@@ -165,7 +165,10 @@ def _up_one(
     ours = state.live(spec.name)
     found = probe(spec)
     if found.alive:
-        mine = next((p for p in ours if p.pid == found.pid), None) if found.pid else (ours[0] if ours else None)
+        # The service answers from the process the stack started, or from its child: the trainer
+        # with HALO_TRAINER_LEARNER_RANKS answers from rank 0, a child of the launcher it recorded.
+        answering = (found.pid, parent_of(found.pid)) if found.pid else ()
+        mine = next((p for p in ours if p.pid in answering), None) if found.pid else (ours[0] if ours else None)
         whose = "" if mine else "; not started by this stack, so `halo stack down` leaves it"
         pid = f"pid {found.pid}, " if found.pid else ""
         say(f"  {spec.name:<8} already running at {spec.base_url} ({pid}alive{whose})")
