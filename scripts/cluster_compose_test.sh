@@ -5,7 +5,8 @@
 # from the GPU images (halo-gpu-base: `make gpu-images-test` builds it). The supervisor must place
 # the node's actor, whose sites, env and reward services answer on the node's address; then the
 # node's raylet is SIGKILLed, and the container's restart policy and the supervisor must bring the
-# node back (a new Ray node, running, its services answering). Not started:
+# node back (a new Ray node, running, its services answering); then the Ray head's container is
+# restarted, and the supervisor and the node must come back by themselves. Not started:
 # the trainer and the node's policy replica (each reserves a GPU; the images themselves are smoke-
 # tested by `make gpu-images-test`) and the http store's data-server (a profile).
 #
@@ -150,7 +151,32 @@ status || true
 (( restarts >= 1 )) || fail "the node's container did not restart (RestartCount $restarts)"
 check_node "$record"
 
+log "the Ray head's container restarted: the supervisor (in its process namespace) and the node's raylet lose it; both must come back by themselves and the node be placed again"
+before=$(node_id "$record")
+head_container=$(compose "${head[@]}" ps -q ray-head)
+supervisor_container=$(compose "${head[@]}" ps -q supervisor)
+node_restarts_before=$(docker inspect -f '{{.RestartCount}}' "$container")
+compose "${head[@]}" restart ray-head >/dev/null
+t3=$(now)
+t_head=""
+while (( $(now) - t3 < PLACE_TIMEOUT_S )); do
+  if record=$(status --json 2>/dev/null) && check_node "$record" >/dev/null 2>&1 && [ "$(node_id "$record")" != "$before" ]; then
+    t_head=$(( $(now) - t3 )); break
+  fi
+  sleep 3
+done
+supervisor_restarts=$(docker inspect -f '{{.RestartCount}}' "$supervisor_container")
+node_restarts=$(( $(docker inspect -f '{{.RestartCount}}' "$container") - node_restarts_before ))
+status || true
+[ -n "$t_head" ] || {
+  compose "${head[@]}" logs --tail 40 supervisor ray-head >&2 || true
+  compose "${node[@]}" logs --tail 40 rollout-node >&2 || true
+  fail "the node was not placed again within ${PLACE_TIMEOUT_S}s of the Ray head's restart (supervisor restarts: $supervisor_restarts, node: $node_restarts)"
+}
+check_node "$record"
+log "placed again ${t_head}s after the head's restart (supervisor container restarts: $supervisor_restarts; node container restarts: $node_restarts; head container $head_container)"
+
 mkdir -p bench/results
-printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "raylet_kill_to_node_running_again_s": %s, "container_restarts": %s, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \
-  "$(date -u +%F)" "$t_build" "$t_running" "$t_back" "$restarts" | tee bench/results/cluster_compose.json
-log "passed: the head's and a node's Compose files start, the node is placed and serves, and again after its raylet's kill"
+printf '{"date": "%s", "builds_s": %s, "up_to_node_running_s": %s, "raylet_kill_to_node_running_again_s": %s, "container_restarts": %s, "ray_head_restart_to_node_running_again_s": %s, "after_head_restart": {"supervisor_container_restarts": %s, "node_container_restarts": %s}, "started": ["redis", "ray-head", "supervisor", "rollout-node"], "not_started": ["trainer (GPU)", "policy (GPU)", "data-server (http-store profile)"]}\n' \
+  "$(date -u +%F)" "$t_build" "$t_running" "$t_back" "$restarts" "$t_head" "$supervisor_restarts" "$node_restarts" | tee bench/results/cluster_compose.json
+log "passed: the head's and a node's Compose files start, the node is placed and serves, and again after its raylet's kill and after the Ray head's restart"

@@ -115,6 +115,15 @@ t_refuse=$(( $(now) - t5 ))
 [ "$rc" = 2 ] && [[ "$out" == *"torch finds no CUDA device"* ]] || fail "exit $rc: $out"
 (( t_refuse < 60 )) || fail "the refusal took ${t_refuse}s"
 
+log "5b. the trainer's learner ranks (HALO_TRAINER_LEARNER_RANKS=2) under torch's elastic launcher, on the CPU"
+# No Redis in the container: rank 0's start fails, and the launcher must end rank 1 and say so.
+set +e
+out=$(docker run --rm --network none -e HALO_TRAINER_TARGET=cpu -e HALO_TRAINER_LEARNER_RANKS=2 "$TRAINER" 2>&1)
+rc=$?
+set -e
+[ "$rc" = 1 ] && [[ "$out" == *"halo_trainer rank 1: stopped following rank 0"* ]] \
+  && [[ "$out" == *"the learner's ranks stopped (rank 0: exit "* ]] || fail "exit $rc: $out"
+
 size() { docker image inspect -f '{{.Size}}' "$1" | awk '{printf "%.2f", $1 / 1e9}'; }
 mkdir -p bench/results
 printf '{"base_gb": %s, "trainer_gb": %s, "policy_gb": %s, "base_build_s": %s, "all_builds_s": %s, "refusal_s": %s}\n' \

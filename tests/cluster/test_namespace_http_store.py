@@ -7,40 +7,65 @@ every command one, so the mount never reaches the host or the head), and the ray
 services and its workers inherit that view. So a screenshot a node's env takes reaches the learner
 on the head only through an upload, and a search tree an MCTS worker writes only through its upload.
 
+The runs sample from two policy replicas (``HALO_TRAINER_POLICY_REPLICAS``): vLLM on the head, which
+loads each adapter from the head's folder, and vLLM on n1 in n1's own folder, whose sidecar
+(``halo cluster replica`` on the http store: ``fetches_adapters``) fetches each adapter version
+through the data server before vLLM loads it; the version becomes the current policy only once both
+list it.
+
 What must hold: a GRPO run and an MCTS run finish with every job acknowledged once; every
 screenshot the nodes took is on the head, and the learner read them there; each search's tree is on
-the head, and the DPO steps were made from them; the head's folder holds nothing the nodes wrote
-in place.
+the head, and the DPO steps were made from them; n1's replica fetched the adapter versions into its
+own folder and answered samples from them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+import redis
 
 from tests.cluster.namespaces import Namespaces, Node, namespace_marks
 
 pytestmark = namespace_marks()
 
+from tests.cluster import test_namespace_replicas as replicas  # noqa: E402
 from tests.cluster import test_namespaces as base  # noqa: E402
-from tests.cluster.namespace_cluster import RAY_PORT, NamespaceCluster  # noqa: E402
+from tests.cluster.namespace_cluster import POLICY_PORT, RAY_PORT, NamespaceCluster, _wait  # noqa: E402
+from tests.cluster.test_namespace_replicas import MAX_LORAS, PREFIX, replica_url  # noqa: E402
 
 STORE_PORT = 6381
 
 
-def join_with_a_folder_of_its_own(c: NamespaceCluster, node: Node, folder: Path, token: str) -> None:
-    """``halo cluster join`` with ``folder`` mounted over the head's data path, for this node only."""
-    folder.mkdir(parents=True)
+def in_own_folder(c: NamespaceCluster, node: Node, argv: list[str]) -> list[str]:
+    """``argv`` with the node's own folder mounted over the head's data path (in the mount namespace
+    ``ip netns exec`` made for this command alone); every process it starts inherits the view."""
+    folder = c.data_dir.parent / node.name
+    folder.mkdir(exist_ok=True)
+    return ["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", str(folder), str(c.data_dir), *argv]
+
+
+def join_with_a_folder_of_its_own(c: NamespaceCluster, node: Node, token: str) -> None:
     join = [sys.executable, "-m", "halo.cli.main", "cluster", "join", "--address", f"{c.head.address}:{RAY_PORT}"]
     join += ["--node-ip", node.address]
-    argv = ["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", str(folder), str(c.data_dir), *join]
     # The node cannot read the head's token file (it sees its own empty folder): it is given it.
-    done = c.ns.run(node, argv, env=c.env(RAY_AUTH_TOKEN=token), timeout=300)
+    done = c.ns.run(node, in_own_folder(c, node, join), env=c.env(RAY_AUTH_TOKEN=token), timeout=300)
     assert done.returncode == 0, f"{node.name} did not join:\n{done.stdout}\n{done.stderr}"
+
+
+def start_sidecar(c: NamespaceCluster, node: Node, replica_id: str, env: dict[str, str]):
+    argv = [sys.executable, "-m", "halo.cli.main", "cluster", "replica", "--id", replica_id]
+    argv += ["--url", replica_url(node), "--max-loras", str(MAX_LORAS)]
+    if node is not c.head:
+        argv = in_own_folder(c, node, argv)
+    return c.ns.popen(node, argv, env=env, log=c.logs / f"sidecar-{replica_id}.log")
 
 
 @pytest.fixture(scope="module")
@@ -48,37 +73,76 @@ def cluster(tmp_path_factory):
     pytest.importorskip("ray")
     root = tmp_path_factory.mktemp("nshttp")
     with Namespaces(3) as ns:
-        head = ns.nodes[0].address
+        n0, n1, _ = ns.nodes
         store = {
             "HALO_STORE_BACKEND": "http",
-            "HALO_STORE_HOST": head,
+            "HALO_STORE_HOST": n0.address,
             "HALO_STORE_PORT": str(STORE_PORT),
-            "HALO_STORE_HEAD_URL": f"http://{head}:{STORE_PORT}",
+            "HALO_STORE_HEAD_URL": f"http://{n0.address}:{STORE_PORT}",
         }
-        c = NamespaceCluster(ns, root / "head", extra_env=store)
+        # The supervisor ships the store and the replica registry to the nodes' workers.
+        c = NamespaceCluster(ns, root / "head", extra_env={**store, "HALO_CLUSTER_POLICY_REPLICAS": "true"})
         c.data_dir.mkdir()
+        sidecars = []
         try:
             c.start_head()
             token = (c.data_dir / "cluster" / "ray_token").read_text().strip()
+            # n1's vLLM builds the tiny model in n1's folder (from its seed: the head's weights),
+            # as a machine of its own would download it; it starts while the nodes join.
+            policy_env = c.env(HALO_POLICY_HOST=n1.address, HALO_POLICY_PORT=str(POLICY_PORT))
+            c.replica_proc = c.ns.popen(
+                n1,
+                in_own_folder(c, n1, [sys.executable, "-m", "halo_policy"]),
+                env=policy_env,
+                log=c.logs / "policy-n1.log",
+            )
             for node in ns.nodes[1:]:
-                join_with_a_folder_of_its_own(c, node, root / node.name, token)
+                join_with_a_folder_of_its_own(c, node, token)
             c.wait_nodes(ns.nodes[1:])
             # The trainer runs on the head and uses the head's folder itself (the head's Compose
             # file gives the supervisor alone the HALO_STORE_* settings, which it ships to the nodes).
-            c.extra_env = {}
+            c.extra_env = {"HALO_TRAINER_POLICY_REPLICAS": PREFIX}
             c.start_trainer()
             c.wait_head_ready()
+            _wait("vLLM on n1", lambda: httpx.get(f"{replica_url(n1)}/health", timeout=5).is_success, 900, 2)
+            sidecars = [
+                start_sidecar(c, n0, "n0", c.env()),  # the head's folder: vLLM loads the head's paths
+                start_sidecar(c, n1, "n1", c.env(**store, HALO_STORE_TOKEN=token)),  # fetches each version
+            ]
+            client = redis.Redis.from_url(c.redis_url)
+            _wait(
+                "both replicas registered",
+                lambda: client.exists(f"{PREFIX}replica:n0", f"{PREFIX}replica:n1") == 2,
+                120,
+            )
             yield c
         except BaseException:
             print(c.dump_logs())
             raise
         finally:
-            down = c.halo(ns.nodes[0], "cluster", "down", timeout=120)
-            print(down.stdout, down.stderr)
+            for proc in sidecars:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            for proc in sidecars:
+                with contextlib.suppress(Exception):
+                    proc.wait(timeout=20)
+            down = c.halo(n0, "cluster", "down", timeout=120)
+            print(down.stdout, down.stderr)  # n1's vLLM ends with its namespace
 
 
 def _files(folder: Path, under: str) -> dict[str, Path]:
     return {str(p.relative_to(folder)): p for p in (folder / under).rglob("*") if p.is_file()}
+
+
+def _sampled_by_replica(c: NamespaceCluster, run_id: str) -> dict[str, dict[int, int]]:
+    """Replica -> policy version -> how many of the run's training transitions it answered."""
+    counts: dict[str, dict[int, int]] = {}
+    for _, fields in redis.Redis.from_url(c.redis_url).xrange(f"halo:run:{run_id}:results"):
+        result = json.loads(fields[b"data"])
+        for t in result["transitions"] if result.get("purpose", "train") == "train" else []:
+            version = counts.setdefault(t["prompt"]["replica"] or "?", {})
+            version[t["policy_version"]] = version.get(t["policy_version"], 0) + 1
+    return counts
 
 
 def _node_folders(c: NamespaceCluster) -> list[Path]:
@@ -110,9 +174,24 @@ def test_a_grpo_run_crosses_only_through_the_data_server(cluster: NamespaceClust
             assert path.read_bytes() == head[name].read_bytes(), name
     metrics = [json.loads(x) for x in (Path(cluster.run_status(run_id)["run_dir"]) / "metrics.jsonl").open()]
     assert len(metrics) == 4 and all(m["train/tokens"] > 0 for m in metrics), metrics
+
+    # n1's replica fetched each adapter version into n1's folder, byte-equal, and sampled from them.
+    adapters = f"runs/{run_id}/adapters"
+    on_head = _files(cluster.data_dir, adapters)
+    fetched = _files(cluster.data_dir.parent / cluster.ns.nodes[1].name, adapters)
+    assert fetched and set(fetched) <= set(on_head), (sorted(fetched), sorted(on_head))
+    assert all(path.read_bytes() == on_head[name].read_bytes() for name, path in fetched.items())
+    versions = sorted({Path(name).parts[3] for name in fetched})
+    records = replicas.run_records(cluster, run_id)
+    by_replica = _sampled_by_replica(cluster, run_id)
+    assert by_replica.get("n1", {}).keys() - {0}, by_replica  # n1 answered from a fetched adapter
+    assert records["adapter_not_found_reaching_workers"] == 0 and records["dropped_stale"] == 0, records
     figures |= {
         "screenshots_on_head": len(head),
         "screenshots_per_node": [len(files) for files in taken],
+        "adapter_versions_fetched_by_n1": versions,
+        "transitions_by_replica_and_version": {r: dict(sorted(v.items())) for r, v in by_replica.items()},
+        "replica_counters": records["replica_counters"],
         "seconds": round(time.monotonic() - started, 1),
     }
     print("grpo over the data server:", figures)
