@@ -46,7 +46,10 @@ def launch(ranks: int) -> int:
     from torch.distributed.run import get_args_parser, run
 
     # --standalone: a rendezvous of this machine only, on a free port (no MASTER_ADDR to set).
-    args = get_args_parser().parse_args(["--standalone", f"--nproc-per-node={ranks}", "--module", "halo_trainer"])
+    # --local-addr: the ranks meet on the loopback, not at the machine's host name, which need not
+    # resolve (a container without a network: the ranks then retried it forever, never started).
+    argv = ["--standalone", "--local-addr=127.0.0.1", f"--nproc-per-node={ranks}", "--module", "halo_trainer"]
+    args = get_args_parser().parse_args(argv)
     try:
         run(args)
     except ChildFailedError as exc:  # a rank exited non-zero; the launcher has ended the others
