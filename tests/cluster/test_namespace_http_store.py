@@ -44,10 +44,15 @@ from tests.cluster.test_namespace_replicas import MAX_LORAS, PREFIX, replica_url
 STORE_PORT = 6381
 
 
+def own_folder(c: NamespaceCluster, node: Node) -> Path:
+    """The folder a rollout node sees at the head's data path, as the host sees it."""
+    return c.data_dir.parent / node.name
+
+
 def in_own_folder(c: NamespaceCluster, node: Node, argv: list[str]) -> list[str]:
     """``argv`` with the node's own folder mounted over the head's data path (in the mount namespace
     ``ip netns exec`` made for this command alone); every process it starts inherits the view."""
-    folder = c.data_dir.parent / node.name
+    folder = own_folder(c, node)
     folder.mkdir(exist_ok=True)
     return ["sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", str(folder), str(c.data_dir), *argv]
 
@@ -146,7 +151,7 @@ def _sampled_by_replica(c: NamespaceCluster, run_id: str) -> dict[str, dict[int,
 
 
 def _node_folders(c: NamespaceCluster) -> list[Path]:
-    return [c.data_dir.parent / node.name for node in c.ns.nodes[1:]]
+    return [own_folder(c, node) for node in c.ns.nodes[1:]]
 
 
 def test_the_nodes_see_folders_of_their_own(cluster: NamespaceCluster) -> None:
@@ -178,7 +183,7 @@ def test_a_grpo_run_crosses_only_through_the_data_server(cluster: NamespaceClust
     # n1's replica fetched each adapter version into n1's folder, byte-equal, and sampled from them.
     adapters = f"runs/{run_id}/adapters"
     on_head = _files(cluster.data_dir, adapters)
-    fetched = _files(cluster.data_dir.parent / cluster.ns.nodes[1].name, adapters)
+    fetched = _files(own_folder(cluster, cluster.ns.nodes[1]), adapters)
     assert fetched and set(fetched) <= set(on_head), (sorted(fetched), sorted(on_head))
     assert all(path.read_bytes() == on_head[name].read_bytes() for name, path in fetched.items())
     versions = sorted({Path(name).parts[3] for name in fetched})
