@@ -21,9 +21,7 @@ own folder and answered samples from them.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -114,23 +112,13 @@ def cluster(tmp_path_factory):
                 start_sidecar(c, n0, "n0", c.env()),  # the head's folder: vLLM loads the head's paths
                 start_sidecar(c, n1, "n1", c.env(**store, HALO_STORE_TOKEN=token)),  # fetches each version
             ]
-            client = redis.Redis.from_url(c.redis_url)
-            _wait(
-                "both replicas registered",
-                lambda: client.exists(f"{PREFIX}replica:n0", f"{PREFIX}replica:n1") == 2,
-                120,
-            )
+            replicas.await_registered(c, "n0", "n1")
             yield c
         except BaseException:
             print(c.dump_logs())
             raise
         finally:
-            for proc in sidecars:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-            for proc in sidecars:
-                with contextlib.suppress(Exception):
-                    proc.wait(timeout=20)
+            replicas.stop_sidecars(sidecars)
             down = c.halo(n0, "cluster", "down", timeout=120)
             print(down.stdout, down.stderr)  # n1's vLLM ends with its namespace
 

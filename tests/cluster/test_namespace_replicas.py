@@ -53,6 +53,21 @@ def start_sidecar(c: NamespaceCluster, node: Node, replica_id: str):
     return c.ns.popen(node, argv, env=c.env(), log=c.logs / f"sidecar-{replica_id}.log")
 
 
+def await_registered(c: NamespaceCluster, *ids: str) -> None:
+    client = redis.Redis.from_url(c.redis_url)
+    keys = [f"{PREFIX}replica:{i}" for i in ids]
+    _wait(f"replicas {', '.join(ids)} registered", lambda: client.exists(*keys) == len(keys), 120)
+
+
+def stop_sidecars(sidecars: list) -> None:
+    for proc in sidecars:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    for proc in sidecars:
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=20)
+
+
 def kill_tree(pid: int) -> int:
     """SIGKILL the process groups of ``pid`` and of everything under it: halo_policy starts vLLM in
     a session of its own, so killing the wrapper's group alone would leave vLLM serving."""
@@ -145,23 +160,13 @@ def cluster(tmp_path_factory):
             c.wait_head_ready()
             _wait("vLLM on n1", lambda: httpx.get(f"{replica_url(n1)}/health", timeout=5).is_success, 900, 2)
             sidecars = [start_sidecar(c, n0, "n0"), start_sidecar(c, n1, "n1")]
-            client = redis.Redis.from_url(c.redis_url)
-            _wait(
-                "both replicas registered",
-                lambda: client.exists(f"{PREFIX}replica:n0", f"{PREFIX}replica:n1") == 2,
-                120,
-            )
+            await_registered(c, "n0", "n1")
             yield c
         except BaseException:
             print(c.dump_logs())
             raise
         finally:
-            for proc in sidecars:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-            for proc in sidecars:
-                with contextlib.suppress(Exception):
-                    proc.wait(timeout=20)
+            stop_sidecars(sidecars)
             down = c.halo(n0, "cluster", "down", timeout=120)
             print(down.stdout, down.stderr)
 
