@@ -124,6 +124,18 @@ check_node "$record"
 
 log "the node's raylet SIGKILLed: its container exits, restarts (restart: unless-stopped) and the node is placed again"
 node_id() { python3 -c "import json, sys; print(json.loads(sys.argv[1])['nodes'][0]['node_id'])" "$1"; }
+# Until the node runs again as another Ray node than $1, its services answering: sets `record` and
+# `placed_after_s` (seconds since $2; empty when it was not placed within PLACE_TIMEOUT_S).
+await_placed_again() {
+  local before=$1 since=$2
+  placed_after_s=""
+  while (( $(now) - since < PLACE_TIMEOUT_S )); do
+    if record=$(status --json 2>/dev/null) && check_node "$record" >/dev/null 2>&1 && [ "$(node_id "$record")" != "$before" ]; then
+      placed_after_s=$(( $(now) - since )); return
+    fi
+    sleep 3
+  done
+}
 before=$(node_id "$record")
 container=$(compose "${node[@]}" ps -q rollout-node)
 # The raylet is the process whose argv[0] ends in /raylet (ps is not in the image).
@@ -137,14 +149,8 @@ for pid in filter(str.isdigit, os.listdir('/proc')):
     if argv0.endswith(b'/raylet'):
         os.kill(int(pid), signal.SIGKILL)
 " || true
-t2=$(now)
-t_back=""
-while (( $(now) - t2 < PLACE_TIMEOUT_S )); do
-  if record=$(status --json 2>/dev/null) && check_node "$record" >/dev/null 2>&1 && [ "$(node_id "$record")" != "$before" ]; then
-    t_back=$(( $(now) - t2 )); break
-  fi
-  sleep 3
-done
+await_placed_again "$before" "$(now)"
+t_back=$placed_after_s
 restarts=$(docker inspect -f '{{.RestartCount}}' "$container")
 status || true
 [ -n "$t_back" ] || fail "the node was not placed again within ${PLACE_TIMEOUT_S}s of its raylet's kill (container restarts: $restarts)"
@@ -157,14 +163,8 @@ head_container=$(compose "${head[@]}" ps -q ray-head)
 supervisor_container=$(compose "${head[@]}" ps -q supervisor)
 node_restarts_before=$(docker inspect -f '{{.RestartCount}}' "$container")
 compose "${head[@]}" restart ray-head >/dev/null
-t3=$(now)
-t_head=""
-while (( $(now) - t3 < PLACE_TIMEOUT_S )); do
-  if record=$(status --json 2>/dev/null) && check_node "$record" >/dev/null 2>&1 && [ "$(node_id "$record")" != "$before" ]; then
-    t_head=$(( $(now) - t3 )); break
-  fi
-  sleep 3
-done
+await_placed_again "$before" "$(now)"
+t_head=$placed_after_s
 supervisor_restarts=$(docker inspect -f '{{.RestartCount}}' "$supervisor_container")
 node_restarts=$(( $(docker inspect -f '{{.RestartCount}}' "$container") - node_restarts_before ))
 status || true
