@@ -17,6 +17,7 @@ import redis
 from safetensors.torch import load_file
 
 from halo.cli.stack_processes import pid_alive
+from tests.e2e.test_mcts_training import PAIRED_SEARCHES
 from tests.e2e.test_training import SHORT_RUN
 from tests.trainer.test_learner_launch import ranks_of
 
@@ -145,13 +146,7 @@ def test_mcts_on_two_learner_ranks_makes_its_dpo_steps_on_both(ranked):
     stack = ranked
     log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
     start = len(log_path.read_text())
-    out = stack.halo(
-        "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
-        "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
-        "--max-depth", "2", "--theta", "0.01", "--eval-every", "0", "--name", "mcts-ranks",
-        "--widening", "0", "--dense-return", "--detach", "--no-stack",
-    )  # fmt: skip
-    # The settings of test_mcts_training's run, which give a one-click task's search its pairs.
+    out = stack.halo(*PAIRED_SEARCHES, "--name", "mcts-ranks")  # searches that give pairs
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     status = stack.wait_run(run_id, {"finished"})

@@ -14,20 +14,25 @@ from halo_trainer.mcts.tree import load_tree
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
 
 
+# `halo train` for two iterations of one 4-simulation search each on the fixed-target task, set so
+# that each search gives preference pairs for its DPO step (add --name).
+# widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
+# task has pairs for the DPO step; widening runs on the clone in test_mcts_search_clone.
+# dense return: on a one-click task every child is terminal, and a terminal node's value is its
+# outcome (issue 47), 0 for every miss; its backed-up return with the click's near-target reward
+# is what tells a close miss from a far one, and so gives the pairs.
+PAIRED_SEARCHES = (
+    "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
+    "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
+    "--max-depth", "2", "--theta", "0.01", "--ucb-c", "1.414", "--eval-every", "0",
+    "--widening", "0", "--dense-return", "--detach", "--no-stack",
+)  # fmt: skip
+
+
 def test_halo_train_mcts_runs_two_iterations_and_advances_the_adapter_in_vllm(stack):
     """`halo train --algorithm mcts`: two iterations of one search each on the fixed-target task,
     each tree's pairs a DPO step, each step a new adapter version that vLLM then serves."""
-    out = stack.halo(
-        "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",
-        "--episodes", "2", "--jobs-per-update", "1", "--simulations", "4", "--max-children", "3",
-        "--max-depth", "2", "--theta", "0.01", "--ucb-c", "1.414", "--eval-every", "0", "--name", "mcts",
-        "--widening", "0", "--dense-return", "--detach", "--no-stack",
-    )  # fmt: skip
-    # widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
-    # task has pairs for the DPO step this test is about; widening runs on the clone in test_mcts_search_clone.
-    # dense return: on a one-click task every child is terminal, and a terminal node's value is its
-    # outcome (issue 47), 0 for every miss; its backed-up return with the click's near-target reward
-    # is what tells a close miss from a far one, and so gives the pairs.
+    out = stack.halo(*PAIRED_SEARCHES, "--name", "mcts")
     assert out.returncode == 0, out.stdout + out.stderr
     run_id = out.stdout.split("run ", 1)[1].split()[0]
     status = stack.wait_run(run_id, {"finished"})
