@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 from pydantic import ValidationError
@@ -65,3 +68,21 @@ def test_a_learner_field_a_run_owns_is_refused_in_the_trainer_environment(monkey
     monkeypatch.setenv("HALO_TRAINER_LEARNER__LEARNING_RATE", "0.1")
     with pytest.raises(ValidationError, match="learning_rate belong to each run's config"):
         TrainerSettings(_env_file=None)
+
+
+@pytest.mark.parametrize(
+    ("module", "variable", "value", "words"),
+    [
+        ("halo_trainer", "HALO_TRAINER_LEARNER_RANKS", "0", "greater than or equal to 1"),
+        ("halo_trainer", "HALO_TRAINER_LEARNER__MICRO_BATCH_SIZE", "abc", "valid integer"),
+        ("halo_trainer", "HALO_STACK_REDIS_PORT", "x", "valid integer"),  # a shared field: its own name
+        ("halo_reward", "HALO_REWARD_PORT", "nope", "valid integer"),
+    ],
+)
+def test_a_service_started_with_a_bad_setting_names_it_in_one_line(module, variable, value, words):
+    done = subprocess.run(
+        [sys.executable, "-m", module], env={**os.environ, variable: value}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"{module}: {variable}={value!r}: "), done.stderr
+    assert words in done.stderr and "Traceback" not in done.stderr and done.stderr.count("\n") == 1

@@ -2,9 +2,10 @@
 
 import uvicorn
 
+from halo.settings import settings_or_exit
 from halo.settings.env import EnvSettings
 from halo_env.app import create_app
 
 if __name__ == "__main__":
-    settings = EnvSettings()
+    settings = settings_or_exit(EnvSettings, "halo_env")
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from halo.logging import setup_logging
-from halo.settings import log_settings
+from halo.settings import log_settings, settings_or_exit
 from halo.settings.policy import PolicySettings
 from halo_model.tiny import build_tiny_model
 from halo_policy.server import build_command, serve, served_model
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("command", help="print the vLLM command line for the configured target")
     args = parser.parse_args(argv)
 
-    settings = PolicySettings()
+    settings = settings_or_exit(PolicySettings, "halo_policy")
     logger = setup_logging("policy", settings.log_level)
     if args.cmd == "build-tiny":
         seed = settings.tiny_seed if args.seed is None else args.seed

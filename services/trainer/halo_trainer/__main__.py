@@ -9,10 +9,11 @@ import os
 import signal
 import sys
 
+from halo.settings import settings_or_exit
 from halo.settings.trainer import TrainerSettings
 
 if __name__ == "__main__":
-    settings = TrainerSettings()
+    settings = settings_or_exit(TrainerSettings, "halo_trainer")
     if (problem := settings.exposure_problem()) is not None:
         # Checked before the service's heavy imports: a clear line and a non-zero exit, no traceback.
         sys.stderr.write(f"halo_trainer: {problem}\n")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -70,3 +71,29 @@ def resolved(settings: BaseSettings) -> dict[str, Any]:
 
 def log_settings(settings: BaseSettings, logger: logging.Logger) -> None:
     logger.info("resolved settings %s: %s", type(settings).__name__, json.dumps(resolved(settings), sort_keys=True))
+
+
+S = TypeVar("S", bound=BaseSettings)
+
+
+def settings_or_exit(cls: type[S], program: str) -> S:
+    """``cls()`` as the environment and ``.env`` set it; a value it refuses ends ``program`` with
+    one line per value, naming its variable (``HALO_TRAINER_LEARNER_RANKS='0': ...``), and exit
+    status 2, not a traceback: what a service's start says about a bad setting."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        for error in exc.errors():
+            given = f"={str(error['input'])[:80]!r}" if isinstance(error.get("input"), (str, int, float)) else ""
+            sys.stderr.write(f"{program}: {_variable(cls, error['loc'])}{given}: {error['msg']}\n")
+        sys.exit(2)
+
+
+def _variable(cls: type[BaseSettings], loc: tuple[Any, ...]) -> str:
+    """The environment variable of a field's error location: a shared field's alias is its name."""
+    if not loc:  # a check of the whole class
+        return cls.__name__
+    if str(loc[0]).startswith("HALO_"):
+        return str(loc[0])
+    delimiter = cls.model_config.get("env_nested_delimiter") or "__"
+    return (cls.model_config.get("env_prefix", "") + delimiter.join(str(part) for part in loc)).upper()
