@@ -194,6 +194,25 @@ def test_a_fork_of_a_session_its_dead_browser_ended_says_the_browser_failed(site
         assert r.status_code == 409 and "nothing to fork" in r.json()["error"]
 
 
+def test_a_browser_lost_between_steps_counts_toward_truncation(site, tmp_path: Path):
+    """The death noticed before the next step (Playwright's `disconnected`) counts as one noticed
+    during a step: which path sees it is a race, and the episode's budget must not depend on it."""
+    settings = settings_for(tmp_path, max_infra_errors=1)
+    with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:
+        sid = create(http)["observation"]["session_id"]
+        step(http, sid, action="left_click", element_id="inc")
+        os.kill(server.app.state.pool.pids()[0], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while http.get("/stats").json()["browsers_lost"] < 1:  # noticed with no step in flight
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        out = step(http, sid, action="left_click", element_id="inc")
+        assert out["info"]["infra_error"] and out["info"]["action_taken"] is False
+        assert out["truncated"] and "1 infrastructure errors" in out["observation"]["last_action_error"]
+        r = http.post(f"/sessions/{sid}/fork", json={"n": 2})
+        assert r.status_code == 503 and "infrastructure errors" in r.json()["error"], r.text
+
+
 def test_idle_sessions_are_reaped(site, tmp_path: Path):
     settings = settings_for(tmp_path, session_ttl_s=1.0, reap_interval_s=0.3)
     with EnvServer(settings, [FixtureBackend(site.url)]) as server, client(server) as http:

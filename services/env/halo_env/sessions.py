@@ -282,7 +282,10 @@ class SessionManager(TaskLookup, SessionReaping):
             session.last_used_at = time.time()
             if session.pending_infra is not None:  # the browser died between steps; the action is not taken
                 message, session.pending_infra = session.pending_infra, None
-                return self.recovery.answer(session, message, count=False)
+                # A browser lost between steps is as much an infrastructure error as one lost during a
+                # step: both count toward max_infra_errors (which path sees it is a race). A session
+                # that could not be rebuilt is already truncated and says so.
+                return self.recovery.answer(session, message, count=not session.truncated)
             if session.ended:
                 raise ServiceError(409, "the episode has ended (terminated or truncated): fork or create a session")
             t0 = time.perf_counter()
