@@ -78,8 +78,16 @@ class Stack:
     def kill_and_restart_trainer(self) -> None:
         """SIGKILL the trainer's process group (a ``kill -9`` of the service), then ``halo stack up -s trainer``."""
         os.killpg(self.pid("trainer"), signal.SIGKILL)
-        with pytest.raises(httpx.HTTPError):
-            httpx.get(f"{self.url['trainer']}/health", timeout=2)
+        # Learner ranks run in sessions of their own and die with their launcher (PR_SET_PDEATHSIG),
+        # a moment after it: rank 0 may answer /health until then.
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                httpx.get(f"{self.url['trainer']}/health", timeout=2)
+            except httpx.HTTPError:
+                break
+            assert time.monotonic() < deadline, "the trainer still answers 15 s after its group was killed"
+            time.sleep(0.1)
         restarted = self.halo("stack", "up", "-s", "trainer")
         assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 

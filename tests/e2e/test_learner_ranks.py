@@ -133,12 +133,21 @@ def test_two_learner_ranks_train_on_real_rollouts_as_one_process_does(reference,
     assert first["train/grad_norm"] == pytest.approx(one["train/grad_norm"], rel=1e-5)
     mine, theirs = (load_file(d / "adapters" / "v1" / "adapter_model.safetensors") for d in (run_dir, reference[1]))
     assert mine.keys() == theirs.keys()
-    gap = max(float((mine[k] - theirs[k]).abs().max()) for k in mine)
-    moved = max(float(theirs[k].abs().max()) for k in theirs if "lora_B" in k)
-    # Adam's first step moves each entry by about the learning rate (0.01 here): a gradient left
-    # unsummed over the ranks, or another initial adapter, would differ by that much. Measured:
-    # 2.4e-6 (float rounding of the ranks' summation order, near-zero gradient entries; docs/cluster.md).
-    assert moved > 1e-3 and gap < 1e-5, (gap, moved)
+    a_keys, b_keys = [k for k in mine if "lora_A" in k], [k for k in mine if "lora_B" in k]
+    # LoRA B starts at zero, so A gets no gradient in the first step: an equal A is the same
+    # initial adapter (drawn from the run's seed on every rank).
+    assert a_keys and max(float((mine[k] - theirs[k]).abs().max()) for k in a_keys) < 1e-7
+    # B is the first step itself: Adam moves each entry by about the learning rate (0.01 here)
+    # times g / (|g| + eps). A gradient left unsummed over the ranks would flip the sign of many
+    # entries (a relative difference near 1). Float rounding of the ranks' summation order moves
+    # only entries whose gradient is near eps, by a fraction of the step: measured max 2.0e-6 to
+    # 2.2e-5 over four runs, relative L2 about 2.5e-6 (docs/cluster.md).
+    diff = sum(float((mine[k] - theirs[k]).pow(2).sum()) for k in b_keys) ** 0.5
+    step = sum(float(theirs[k].pow(2).sum()) for k in b_keys) ** 0.5
+    gap = max(float((mine[k] - theirs[k]).abs().max()) for k in b_keys)
+    moved = max(float(theirs[k].abs().max()) for k in b_keys)
+    print(f"adapter v1 against one process: B max gap {gap:.3g}, relative L2 {diff / step:.3g}, step {moved:.3g}")
+    assert moved > 1e-3 and gap < moved / 10 and diff / step < 1e-3, (gap, diff / step, moved)
 
 
 def test_mcts_on_two_learner_ranks_makes_its_dpo_steps_on_both(ranked):
@@ -166,6 +175,41 @@ def test_mcts_on_two_learner_ranks_makes_its_dpo_steps_on_both(ranked):
         assert mine["train/step"] == theirs["train/step"]
         assert mine["dpo/loss"] == pytest.approx(theirs["dpo/loss"], rel=1e-8)
         assert mine["dpo/grad_norm"] == pytest.approx(theirs["dpo/grad_norm"], rel=1e-8)
+
+
+def test_two_ranks_killed_mid_run_resume_on_two_ranks_without_losing_or_double_counting(ranked):
+    """A `kill -9` of the service's group mid-run (rank 0, the launcher and rank 1 gone: rank 1
+    dies with its parent), then `halo stack up -s trainer`: both ranks resume the run from its
+    checkpoint, and every job is used in a checkpointed update once."""
+    stack = ranked
+    log_path = stack.data_dir / "stack" / "logs" / "trainer.log"
+    with stack.api() as api:
+        created = api.post("/runs", json={**GRPO_RUN, "episodes": 12, "name": "ranks-resume"})
+        assert created.status_code == 201, created.text
+        run_id = created.json()["run_id"]
+    stack.wait_run(run_id, {"running"}, at_least_updates=1)
+    before = [stack.pid("trainer"), *ranks_of(stack.pid("trainer"))]
+    start = len(log_path.read_text())
+    stack.kill_and_restart_trainer()
+    assert not [p for p in before if pid_alive(p)], before  # no rank outlived the launcher
+    assert len(ranks_of(stack.pid("trainer"))) == 2
+
+    status = stack.wait_run(run_id, {"finished"})
+    # 12 episodes in jobs of one, 4 per update: 3 updates' worth, each job counted once.
+    assert status["episodes_done"] == 12 and status["updates"] == 3 and status["policy_version"] == 3
+    client = redis.Redis.from_url(stack.redis_url)
+    assert len(list(client.scan_iter(f"halo:run:{run_id}:results:done:*"))) == 12
+    assert client.xpending(f"halo:run:{run_id}:results", "learner")["pending"] == 0
+    metrics = [json.loads(x) for x in (Path(status["run_dir"]) / "metrics.jsonl").read_text().splitlines()]
+    assert [m["update"] for m in metrics] == [1, 2, 3], metrics  # no update written twice or skipped
+
+    log = _after_the_run(log_path, start)
+    assert f"resumed run {run_id}" in log, log[-3000:]
+    follower = _follower_lines(log)
+    calls = [line.split(" made", 1)[0] for line in follower if " made" in line]
+    # The new rank 1 loaded the checkpoint with rank 0, then made the updates the crash left.
+    assert calls[0] == "resume" and 1 <= calls.count("update") <= 2, follower
+    assert calls.count("update") == calls.count("checkpoint"), follower
 
 
 def test_a_stop_of_the_service_ends_every_rank_cleanly(ranked):
