@@ -159,6 +159,13 @@ def build(
     return Learner(model, config, ranks=ranks)
 
 
+def _build_across(channel: Channel, model_path: str, config: LearnerConfig, dtype: str, seed: int) -> Learner:
+    """This rank's shard of a run's learner: what rank 0 (``lead``) and every follower (``serve``,
+    on rank 0's ``start``) build, so that the ranks' learners cannot drift apart."""
+    ranks = channel.ranks
+    return build(model_path, config, device=ranks.mesh.device_type, dtype=dtype, seed=seed, ranks=ranks)
+
+
 # What a follower's log line shows of an update's metrics: every rank reports the gathered figures,
 # so these equal the ones rank 0 writes to the run's metrics.
 _SHOWN = ("train/step", "train/loss", "train/grad_norm", "train/tokens", "dpo/loss", "dpo/grad_norm")
@@ -196,10 +203,7 @@ def lead(model_path: str, config: LearnerConfig, *, device: str, dtype: str, see
         return Leader(build(model_path, config, device=device, dtype=dtype, seed=seed))
     with channel.lock:
         channel.tell("start", model_path, config, dtype, seed)
-        learner = build(
-            model_path, config, device=channel.ranks.mesh.device_type, dtype=dtype, seed=seed, ranks=channel.ranks
-        )
-        return Leader(learner, channel)
+        return Leader(_build_across(channel, model_path, config, dtype, seed), channel)
 
 
 def end_run() -> None:
@@ -235,9 +239,7 @@ def serve(channel: Channel) -> list[str]:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             if name == "start":
-                model_path, config, dtype, seed = args
-                device = channel.ranks.mesh.device_type
-                learner = build(model_path, config, device=device, dtype=dtype, seed=seed, ranks=channel.ranks)
+                learner = _build_across(channel, *args)
             logger.info("%s of a run's learner", "built" if learner is not None else "dropped")
             continue
         if learner is None:
