@@ -167,8 +167,10 @@ def _up_one(
     if found.alive:
         # The service answers from the process the stack started, or from its child: the trainer
         # with HALO_TRAINER_LEARNER_RANKS answers from rank 0, a child of the launcher it recorded.
-        answering = (found.pid, parent_of(found.pid)) if found.pid else ()
-        mine = next((p for p in ours if p.pid in answering), None) if found.pid else (ours[0] if ours else None)
+        if found.pid:
+            mine = next((p for p in ours if p.pid in (found.pid, parent_of(found.pid))), None)
+        else:
+            mine = ours[0] if ours else None
         whose = "" if mine else "; not started by this stack, so `halo stack down` leaves it"
         pid = f"pid {found.pid}, " if found.pid else ""
         say(f"  {spec.name:<8} already running at {spec.base_url} ({pid}alive{whose})")

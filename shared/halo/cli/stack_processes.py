@@ -30,22 +30,25 @@ class ProcessRecord:
 
 
 # -- process identity ------------------------------------------------------------------------------
-def process_start_id(pid: int) -> int | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot): with the pid, a process's identity."""
+def _stat_field(pid: int, index: int) -> int | None:
+    """Field ``index`` of ``/proc/<pid>/stat``, counted after the command name (0 is the state);
+    None when the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return int(stat.rsplit(")", 1)[1].split()[index])
+
+
+def process_start_id(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot): with the pid, a process's identity."""
+    return _stat_field(pid, 19)
 
 
 def parent_of(pid: int) -> int | None:
     """``pid``'s parent, None when it is gone."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    return _stat_field(pid, 1)
 
 
 def _cmdline(pid: int) -> str:
