@@ -16,7 +16,7 @@ import httpx
 import pytest
 import torch
 
-from halo.cli.stack_processes import pid_alive
+from halo.cli.stack_processes import parent_of, pid_alive
 from halo_trainer.learner import launch
 from tests import lifetime
 from tests.conftest import free_port
@@ -54,16 +54,7 @@ def _trainer(env: dict[str, str]) -> subprocess.Popen:
 
 def ranks_of(launcher: int) -> list[int]:
     """The launcher's children: the ranks (each in a session of its own)."""
-    children = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == launcher:
-            children.append(int(pid))
-    return children
+    return [int(pid) for pid in filter(str.isdigit, os.listdir("/proc")) if parent_of(int(pid)) == launcher]
 
 
 @pytest.mark.slow
