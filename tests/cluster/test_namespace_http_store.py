@@ -21,6 +21,7 @@ own folder and answered samples from them.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -36,8 +37,8 @@ pytestmark = namespace_marks()
 
 from tests.cluster import test_namespace_replicas as replicas  # noqa: E402
 from tests.cluster import test_namespaces as base  # noqa: E402
-from tests.cluster.namespace_cluster import POLICY_PORT, RAY_PORT, NamespaceCluster, _wait  # noqa: E402
-from tests.cluster.test_namespace_replicas import MAX_LORAS, PREFIX, replica_url  # noqa: E402
+from tests.cluster.namespace_cluster import RAY_PORT, NamespaceCluster, _wait  # noqa: E402
+from tests.cluster.test_namespace_replicas import PREFIX, replica_url  # noqa: E402
 
 STORE_PORT = 6381
 
@@ -63,14 +64,6 @@ def join_with_a_folder_of_its_own(c: NamespaceCluster, node: Node, token: str) -
     assert done.returncode == 0, f"{node.name} did not join:\n{done.stdout}\n{done.stderr}"
 
 
-def start_sidecar(c: NamespaceCluster, node: Node, replica_id: str, env: dict[str, str]):
-    argv = [sys.executable, "-m", "halo.cli.main", "cluster", "replica", "--id", replica_id]
-    argv += ["--url", replica_url(node), "--max-loras", str(MAX_LORAS)]
-    if node is not c.head:
-        argv = in_own_folder(c, node, argv)
-    return c.ns.popen(node, argv, env=env, log=c.logs / f"sidecar-{replica_id}.log")
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     pytest.importorskip("ray")
@@ -92,13 +85,8 @@ def cluster(tmp_path_factory):
             token = (c.data_dir / "cluster" / "ray_token").read_text().strip()
             # n1's vLLM builds the tiny model in n1's folder (from its seed: the head's weights),
             # as a machine of its own would download it; it starts while the nodes join.
-            policy_env = c.env(HALO_POLICY_HOST=n1.address, HALO_POLICY_PORT=str(POLICY_PORT))
-            c.replica_proc = c.ns.popen(
-                n1,
-                in_own_folder(c, n1, [sys.executable, "-m", "halo_policy"]),
-                env=policy_env,
-                log=c.logs / "policy-n1.log",
-            )
+            in_n1_folder = functools.partial(in_own_folder, c, n1)
+            c.replica_proc = replicas.start_policy(c, n1, "policy-n1.log", wrap=in_n1_folder)
             for node in ns.nodes[1:]:
                 join_with_a_folder_of_its_own(c, node, token)
             c.wait_nodes(ns.nodes[1:])
@@ -109,8 +97,9 @@ def cluster(tmp_path_factory):
             c.wait_head_ready()
             _wait("vLLM on n1", lambda: httpx.get(f"{replica_url(n1)}/health", timeout=5).is_success, 900, 2)
             sidecars = [
-                start_sidecar(c, n0, "n0", c.env()),  # the head's folder: vLLM loads the head's paths
-                start_sidecar(c, n1, "n1", c.env(**store, HALO_STORE_TOKEN=token)),  # fetches each version
+                replicas.start_sidecar(c, n0, "n0"),  # the head's folder: vLLM loads the head's paths
+                # n1's fetches each version through the data server into n1's folder.
+                replicas.start_sidecar(c, n1, "n1", env=c.env(**store, HALO_STORE_TOKEN=token), wrap=in_n1_folder),
             ]
             replicas.await_registered(c, "n0", "n1")
             yield c

@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -42,15 +43,28 @@ def replica_url(node: Node) -> str:
     return f"http://{node.address}:{POLICY_PORT}"
 
 
-def start_policy(c: NamespaceCluster, node: Node, log: str):
+def _as_is(argv: list[str]) -> list[str]:
+    return argv
+
+
+def start_policy(c: NamespaceCluster, node: Node, log: str, wrap: Callable[[list[str]], list[str]] = _as_is):
+    """vLLM (``halo_policy``) on ``node``; ``wrap`` changes how its command runs (a folder of its own)."""
     env = c.env(HALO_POLICY_HOST=node.address, HALO_POLICY_PORT=str(POLICY_PORT))
-    return c.ns.popen(node, [sys.executable, "-m", "halo_policy"], env=env, log=c.logs / log)
+    return c.ns.popen(node, wrap([sys.executable, "-m", "halo_policy"]), env=env, log=c.logs / log)
 
 
-def start_sidecar(c: NamespaceCluster, node: Node, replica_id: str):
+def start_sidecar(
+    c: NamespaceCluster,
+    node: Node,
+    replica_id: str,
+    env: dict[str, str] | None = None,
+    wrap: Callable[[list[str]], list[str]] = _as_is,
+):
+    """The replica's sidecar (``halo cluster replica``) on ``node``, for its vLLM; the cluster's
+    environment unless ``env`` is given."""
     argv = [sys.executable, "-m", "halo.cli.main", "cluster", "replica", "--id", replica_id]
     argv += ["--url", replica_url(node), "--max-loras", str(MAX_LORAS)]
-    return c.ns.popen(node, argv, env=c.env(), log=c.logs / f"sidecar-{replica_id}.log")
+    return c.ns.popen(node, wrap(argv), env=c.env() if env is None else env, log=c.logs / f"sidecar-{replica_id}.log")
 
 
 def await_registered(c: NamespaceCluster, *ids: str) -> None:
