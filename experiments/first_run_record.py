@@ -17,8 +17,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from halo_trainer.observe.viewer.folders import whole_records
 from task_share_record import record as task_record
+
+from halo_trainer.observe.viewer.folders import whole_records
 
 FIXED_CLICK = "local.playground-1"
 
@@ -50,7 +51,9 @@ def record(run_dir: Path) -> dict:
         "seed": tasks["seed"],
         "status": tasks["status"],
         "evaluations": [e["update"] for e in evals],
-        "held_out_successes": [[int(e["eval/success_rate"] * e["eval/episodes"]), int(e["eval/episodes"])] for e in evals],
+        "held_out_successes": [
+            [int(e["eval/success_rate"] * e["eval/episodes"]), int(e["eval/episodes"])] for e in evals
+        ],
         "held_out_mean_return": [round(e["eval/mean_return"], 3) for e in evals],
         "tasks_moved": moved,
         "fixed_click_share": tasks["tasks"].get(FIXED_CLICK, {}).get("share"),
