@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
 
 from halo.cli import stack as local_stack
-from halo.cli import stack_probes
+from halo.cli import stack_probes, train_help
 from halo.cli.knob_options import spec_values, with_knob_options
 from halo.cli.output import console, err, fail
 from halo.cli.progress import PlainLog, Plan, RunProgress, duration, phase_line, plain_line, scores
@@ -23,6 +23,7 @@ from halo.local_token import read_token
 from halo.schemas import ALGORITHM_TITLES, RunPhase, RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
+COMMON = train_help.COMMON
 TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
 NOW_MIN = 16  # `halo runs list`'s "now" column wraps, but not to one word a line
 # From the algorithm table (halo.schemas.choices): a new algorithm shows here without an edit.
@@ -63,27 +64,40 @@ def _api(call, *args, **kwargs) -> httpx.Response:
     return response
 
 
-@with_knob_options
+@with_knob_options(panel=train_help.panel)
 def train(
-    domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
+    domain: str = typer.Option(..., "--domain", "-d", help="Site", rich_help_panel=COMMON),
     task: list[str] = typer.Option(
-        None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
+        None,
+        "--task",
+        "-t",
+        help="Task ids (repeatable; default: the domain's tasks whose site answers from here)",
+        rich_help_panel=COMMON,
     ),
-    algorithm: str = typer.Option("grpo", help=ALGORITHM_HELP),
-    name: str = typer.Option("", help="Run name prefix"),
-    detach: bool = typer.Option(False, help="Submit and return without following progress"),
-    no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
+    algorithm: str = typer.Option("grpo", help=ALGORITHM_HELP, rich_help_panel=COMMON),
+    name: str = typer.Option("", help="Run name prefix", rich_help_panel=COMMON),
+    detach: bool = typer.Option(
+        False, "--detach", help="Submit and return without following progress", rich_help_panel=COMMON
+    ),
+    no_stack: bool = typer.Option(
+        False,
+        "--no-stack",
+        help="Do not start the local stack when the trainer is unreachable",
+        rich_help_panel=COMMON,
+    ),
     json_out: bool = typer.Option(
         False,
         "--json",
         help="Print the run's final status (GET /runs/{id}) as one JSON line instead of the summary; "
         "everything else goes to stderr",
+        rich_help_panel=COMMON,
     ),
+    help_all: bool = train_help.HELP_ALL,
     **knob_values: Any,
 ) -> None:
     """Submit a training run to the trainer (starting the local stack if needed) and follow it.
 
-    Every run setting is an option (docs/knobs.md); unset ones come from configs/rl_config.yaml."""
+    Every run setting is an option (docs/knobs.md); an unset one takes its default below."""
     # With --json, stdout carries the JSON alone so that a script can parse it.
     say = err if json_out else console
     settings = TrainerSettings()
