@@ -79,6 +79,13 @@ def test_help_on_the_gpu_target_says_no_profile_and_the_tables_defaults() -> Non
     assert f"(default {default_on('gpu', 'learning_rate')})" in text and default_on("gpu", "learning_rate") != "0.01"
 
 
+def test_help_with_invalid_trainer_settings_still_shows_and_says_so() -> None:
+    lines = help_text("--help", env=(("COLUMNS", "80"), ("HALO_TRAINER_TARGET", "tpu")))
+    text = " ".join(" ".join(lines).split())
+    assert "Defaults: as declared; the trainer's settings are invalid" in text and "target" in text
+    assert "Traceback" not in text
+
+
 def test_help_all_shows_every_option_in_panels_at_80_columns() -> None:
     lines = help_text("--help-all")
     text = "\n".join(lines)

@@ -55,7 +55,13 @@ def stack_defaults() -> tuple[dict[str, Any], str]:
     """(each knob's default on this stack, a line saying where they come from)."""
     from halo.settings.trainer import TrainerSettings
 
-    settings = TrainerSettings()
+    try:
+        settings = TrainerSettings()
+    except ValueError as exc:  # a bad HALO_TRAINER_* value: the help still shows, and says so
+        return (
+            knobs.defaults(),
+            f"Defaults: as declared; the trainer's settings are invalid ({' '.join(str(exc).split())[:120]}).",
+        )
     profile = run_defaults.profile_for(settings.target)
     where = f"profile {profile} (embedded stack, CPU target)" if profile else f"no profile ({settings.target} target)"
     try:
