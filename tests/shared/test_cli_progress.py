@@ -205,11 +205,11 @@ def test_a_log_gets_a_plain_line_at_each_phase_change_and_every_15_s():
     assert lines[-1].endswith("100/100 episodes, update 25 (v25), reward 0.100 success -, ETA 0s | finished")
     assert not any(CONTROL.search(line) for line in lines)
     gaps = [b - a for (a, _), (b, _) in zip(printed, printed[1:], strict=False)]
-    assert max(gaps) <= PLAIN_EVERY_S, max(gaps)
-    assert len(polled) > 80  # most phases (a 1 s publish mostly ends between two polls)
+    assert max(gaps) <= PLAIN_EVERY_S <= 15, max(gaps)
+    assert len(polled) > 70  # most phases (a 1 s publish mostly ends between two polls)
     for label in polled:
         assert any(f"| {label}: " in line for line in lines), label
-    # a 140 s evaluation is heard from every 15 s, with its count and ETA
+    # a 140 s evaluation is heard from every 14 s, with its count and ETA
     v0 = [line.split(" | ")[1] for line in lines if "| evaluating v0: " in line]
     assert len(v0) == 10 and v0[0] == "evaluating v0: 0/32 episodes", v0
     assert all(re.fullmatch(r"evaluating v0: \d+/32 episodes, ETA (\d+m )?\d+s", x) for x in v0[1:]), v0

@@ -28,7 +28,9 @@ from halo.schemas import RunPhase, RunState, RunStatus
 # The phases an update is made of; an evaluation's time is counted apart (it comes every eval_every).
 UPDATE_KINDS = frozenset({"collecting", "updating", "publishing", "checkpointing"})
 STALL_S = 60.0  # a phase with no visible progress for this long (and 3x its usual time) is said
-PLAIN_EVERY_S = 15.0  # a log followed with `tail -f` hears from the run at least this often
+# A log followed with `tail -f` hears from the run at least every 15 s: a poll takes up to a second
+# more than the wait before it.
+PLAIN_EVERY_S = 14.0
 
 
 def duration(seconds: float | None) -> str:
