@@ -88,7 +88,7 @@ async def test_requests_the_manager_cannot_run_are_refused_with_a_clear_4xx_or_5
         ({"domain": "playground", "algorithm": "mcts", "critic": "openai"}, 422, "critic 'openai' needs an API key"),
         ({"domain": "playground", "simulations": 5}, 422, "simulations: settings of algorithm 'mcts'"),
         ({"domain": "playground", "tasks": ["local.playground-7"]}, 422, "unknown tasks for playground"),
-        ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'"),
+        ({"domain": "gomail"}, 422, "no tasks for domain 'gomail'; the domains are playground"),
         ({"domain": "playground", "full_weights": ["vision_tower"]}, 422, "neither a preset"),
         ({"domain": "playground", "temperature": 0}, 422, "temperature"),
         ({"domain": "playground", "tis_cap": 0.5}, 422, "tis_cap"),
