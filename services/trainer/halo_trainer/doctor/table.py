@@ -23,7 +23,7 @@ def table(report: DoctorReport) -> str:
         f"halo doctor: {report.target} target, model {report.model}, policy {report.policy_url}, "
         f"learner on {report.device} ({report.seconds:.0f} s)"
     )
-    lines = [head, f"{'check':<17} {'':<5} {'figure':<20} {'threshold':<22} measured"]
+    lines = [head, f"{'check':<17} {'result':<5} {'figure':<20} {'threshold':<22} measured"]
     for check in report.checks:
         lines.append(line(check))
         if not check.ok and check.fix:
