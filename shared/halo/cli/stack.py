@@ -51,6 +51,7 @@ class ServiceSpec:
     start_timeout_s: float = 120.0
     # HALO services name themselves in /health's body; vLLM's /health has an empty body.
     names_itself: bool = True
+    stop_timeout_s: float = 0.0  # at `down`, SIGKILL after this long at least (down's own timeout otherwise)
 
 
 def _url(host: str, port: int) -> str:
@@ -67,7 +68,17 @@ def service_specs(services: list[str] | None = None) -> list[ServiceSpec]:
         ServiceSpec("reward", "halo_reward", _url(reward.host, reward.port)),
         # vLLM: /health is its readiness (503 while the engine is dead); first start builds the
         # tiny model and compiles, so it gets a long timeout.
-        ServiceSpec("policy", "halo_policy", _url(policy.host, policy.port), "/health", 600.0, names_itself=False),
+        # vLLM stops its engine within its shutdown timeout, and halo_policy kills what is left
+        # 10 s later: killed sooner, its engine processes would outlive it.
+        ServiceSpec(
+            "policy",
+            "halo_policy",
+            _url(policy.host, policy.port),
+            "/health",
+            600.0,
+            names_itself=False,
+            stop_timeout_s=policy.shutdown_timeout_s + 15.0,
+        ),
         ServiceSpec("trainer", "halo_trainer", _url(trainer.host, trainer.port)),
     ]
     return [s for s in specs if services is None or s.name in services]
@@ -213,13 +224,14 @@ def down(say: Callable[[str], None] = print, timeout_s: float = 20.0) -> None:
             say("no local stack recorded")
             return
         # Reverse start order: the trainer before what it calls, Redis last.
+        waits = {spec.name: max(timeout_s, spec.stop_timeout_s) for spec in service_specs()}
         for record in reversed(state.processes):
             if not same_process(record):
                 say(
                     f"  {record.service:<8} pid {record.pid} gone (exited, or the pid is another program's now): left alone"
                 )
                 continue
-            stop_group(record.pid, timeout_s)
+            stop_group(record.pid, waits.get(record.service, timeout_s))
             say(f"  {record.service:<8} stopped (pid {record.pid})")
         state_path(settings).unlink(missing_ok=True)
 
