@@ -169,6 +169,18 @@ class RunManager:
     async def resume_interrupted(self) -> None:
         for status in await self.registry.all():
             if status.state in (RunState.RUNNING, RunState.PENDING, RunState.STOPPING) and not self.busy():
+                if status.run_dir and not Path(status.run_dir).resolve().is_relative_to(
+                    self.settings.runs_dir.resolve()
+                ):
+                    # Another checkout's trainer on the same Redis made it: its folder, code and
+                    # adapters are that checkout's, and its own trainer resumes it.
+                    logger.warning(
+                        "run %s is not this trainer's (its folder %s is outside %s): left alone",
+                        status.run_id,
+                        status.run_dir,
+                        self.settings.runs_dir,
+                    )
+                    continue
                 if await self.redis.sismember(keys.STOPPED_RUNS, status.run_id):
                     status.state = RunState.STOPPED  # asked to stop before the trainer went down
                     await self.registry.save(status)
