@@ -378,6 +378,7 @@ def test_a_card_another_process_holds_is_refused_and_a_running_stacks_is_not():
     assert idle == [] and idle_notes == [f"card 0: 79.1 GiB free, this layout puts {need:.1f} GiB on it"]
 
 
+@pytest.mark.slow  # two runs of the pre-flight, each with the memory plan
 def test_the_preflight_tells_a_busy_card_from_the_running_stack(tmp_path: Path):
     refused, _ = _run(tmp_path, "h100-80gb-busy", "--policy-address", "127.0.0.1:1")
     assert refused.returncode == 2 and "already in use by another process" in refused.stderr, refused.stderr
@@ -461,6 +462,7 @@ def test_a_list_of_learner_cards_is_picked_once_each():
         pick_list(cards, "1,3", "HALO_TRAINER_GPU")
 
 
+@pytest.mark.slow  # two runs of the pre-flight, each with the memory plan
 def test_two_learner_ranks_are_planned_per_card_beside_vllm_alone(tmp_path: Path):
     """HALO_TRAINER_GPU=1,2 with the two-card file: vLLM alone on card 0, a learner rank on cards 1 and 2,
     planned with --learner-gpus 2 (the plan per rank); the ranks setting must match the list."""
