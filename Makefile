@@ -95,7 +95,7 @@ model: images     ## download HALO_MODEL into the Compose stack's Hugging Face c
 # which reads every container's state while `up` runs: it ends within UP_TIMEOUT_S, and at once when a
 # service fails to start UP_MAX_FAILED_STARTS times (a restart loop Compose itself waits on forever),
 # exits or turns unhealthy, with that service's last log lines and one line saying why (docs/compose.md).
-UP_MAX_FAILED_STARTS ?= 3
+UP_MAX_FAILED_STARTS ?= 2
 up: images        ## the whole Compose stack, waiting (bounded) for every healthcheck (writes a trainer token and HALO_STACK to .env)
 	@command -v python3 >/dev/null || { echo "error: make up needs python3 on the host (its wait reads the containers' states; sudo apt-get install -y python3)" >&2; exit 1; }
 	$(COMPOSE) run --rm preflight

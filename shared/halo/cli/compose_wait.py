@@ -60,6 +60,9 @@ VLLM_PREFIX = re.compile(r"^\(\w+ pid=\d+\)\s+(?P<level>[A-Z]+)\s+\d\d-\d\d \d\d
 HALO_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[A-Z]+) \S+ \S+: ")
 ARGPARSE_ERROR = re.compile(r"(?:^|\s)(\S+: error: .+)$")
 EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?::\s.*)?$")
+# How a process ends when `docker stop` (Compose recreating a container) stops it: exit 0 on SIGTERM,
+# 143 (128 + SIGTERM) unhandled, 137 (SIGKILL) after the stop timeout.
+STOP_CODES = (0, 137, 143)
 MEMORY_WORDS = re.compile(r"out of memory|OutOfMemory|\bOOM\b|Cannot allocate memory|oom-kill", re.IGNORECASE)
 
 
@@ -78,6 +81,7 @@ class ContainerState:
     restart_count: int
     restart_policy: str  # no, always, unless-stopped, on-failure
     started_at: str
+    created: str
     error: str
     health_output: str  # the last healthcheck probe's output
 
@@ -100,6 +104,7 @@ class ContainerState:
             restart_count=int(doc.get("RestartCount") or 0),
             restart_policy=policy,
             started_at=state.get("StartedAt") or "",
+            created=doc.get("Created") or "",
             error=state.get("Error") or "",
             health_output=" ".join(((probes[-1].get("Output") or "") if probes else "").split()),
         )
@@ -162,13 +167,18 @@ def _exited(watch: Watch, state: ContainerState) -> str:
     return f"exited {code}" if code else "exited"
 
 
-def assess(state: ContainerState, watch: Watch, max_failed_starts: int) -> Verdict:
-    """Ready, pending or failed, from one container's state and what was seen of it before."""
+def assess(state: ContainerState, watch: Watch, max_failed_starts: int, *, up_running: bool = False) -> Verdict:
+    """Ready, pending or failed, from one container's state and what was seen of it before.
+
+    ``up_running``: Compose's `up` has not returned, and may be stopping this container to recreate it.
+    """
     if state.stopped:
         if state.exit_code == 0 and state.restart_policy in ("no", "on-failure") and not state.oom_killed:
             return Verdict("ready", "done (exited 0)")
         if watch.stale_run and state.started_at == watch.stale_run:
             return Verdict("pending", f"{state.status} before this wait began (up starts it again)")
+        if up_running and state.exit_code in STOP_CODES and not state.oom_killed:
+            return Verdict("pending", f"stopped (exit {state.exit_code}) while `up` runs: recreated or started again")
         if watch.failed_starts > 1:
             return Verdict("failed", f"{_exited(watch, state)} {_times(watch.failed_starts)} at start")
         return Verdict("failed", _exited(watch, state) + ("" if state.status == "exited" else f" ({state.status})"))
@@ -178,6 +188,8 @@ def assess(state: ContainerState, watch: Watch, max_failed_starts: int) -> Verdi
         if state.health == "unhealthy":
             said = f" (last probe: {state.health_output[:200]})" if state.health_output else ""
             return Verdict("failed", f"is unhealthy: its healthcheck failed{said}")
+        if state.health is None and state.restart_policy == "no":
+            return Verdict("pending", "running (a one-shot step: ready once it exits 0)")
         if state.health in (None, "healthy"):
             return Verdict("ready", "healthy" if state.health else "running")
         what = "running, health: starting"
@@ -190,9 +202,24 @@ def assess(state: ContainerState, watch: Watch, max_failed_starts: int) -> Verdi
     return Verdict("pending", what)
 
 
+def starting_failure(states: Sequence[ContainerState], watches: dict[str, Watch]) -> tuple | None:
+    """The container that failed to start, if any did (the most failed starts first): for a Compose
+    `up` that stopped on it."""
+    failing = [s for s in states if watches[s.id].failed_starts or s.status == "restarting"]
+    if not failing:
+        return None
+    state = max(failing, key=lambda s: watches[s.id].failed_starts)
+    watch = watches[state.id]
+    starts = max(watch.failed_starts, 1)
+    return state, Verdict("failed", f"{_exited(watch, state)} {_times(starts)} at start", loop=not state.stopped)
+
+
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
 def _instant(stamp: str) -> str:
     """An RFC 3339 time as Docker writes it (fraction digits trimmed) in a form that sorts as time does."""
-    m = re.match(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(.*)$", stamp)
+    m = STAMP.match(stamp)
     return f"{m.group(1)}.{(m.group(2) or '').ljust(9, '0')}{m.group(3)}" if m else stamp
 
 
@@ -300,7 +327,28 @@ def logs(container_id: str, *, until: str = "", since: str = "", tail: int = 200
     if since:
         cmd += ["--timestamps", "--since", since]
     done = subprocess.run(cmd + [container_id], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-    return done.stdout.decode("utf-8", "replace").splitlines()
+    # "\n" only: progress bars redraw with "\r", which is not a new log line (and carries no timestamp).
+    return [line.rsplit("\r", 1)[-1] for line in done.stdout.decode("utf-8", "replace").split("\n") if line]
+
+
+def exits_since(container_id: str, since: float) -> tuple[list[int], bool]:
+    """The exit codes of the container's ends since ``since`` (Unix time) and whether the OOM killer
+    struck, from Docker's event log: `inspect` keeps only the last exit, and a restarted container's
+    reads 0 again."""
+    done = _run(
+        ["docker", "events", "--since", str(int(since)), "--until", str(int(time.time()) + 1)]
+        + ["--filter", f"container={container_id}", "--filter", "event=die", "--filter", "event=oom"]
+        + ["--format", '{{.Action}} {{index .Actor.Attributes "exitCode"}}'],
+        timeout=60,
+    )
+    codes, oom = [], False
+    for row in done.stdout.splitlines():
+        action, _, code = row.partition(" ")
+        if action == "oom":
+            oom = True
+        elif action == "die" and code.strip().lstrip("-").isdigit():
+            codes.append(int(code))
+    return codes, oom
 
 
 def failed_run_log(state: ContainerState) -> list[str]:
@@ -352,6 +400,8 @@ class Waiter:
         self.timeout_s, self.max_failed_starts = timeout_s, max_failed_starts
         self.watches: dict[str, Watch] = {}
         self.t0 = time.monotonic()
+        self.wall0 = time.time()
+        self.announced: set[tuple[str, str]] = set()
 
     def say(self, text: str) -> None:
         sys.stderr.write(f"[make up {time.monotonic() - self.t0:4.0f}s] {text}\n")
@@ -380,13 +430,20 @@ class Waiter:
             if project is None:
                 project = next(iter(project_labels(compose_ids(self.compose)).values()), None)
             states = [s for s in inspect(project_ids(project)) if not s.oneoff] if project else []
-            verdicts = {s.id: self._follow(s) for s in states}
-            failed = [(s, verdicts[s.id]) for s in states if verdicts[s.id].kind == "failed"]
+            states.sort(key=lambda s: _instant(s.created))  # oldest first: a service's newest last
+            code = up.poll()
+            verdicts = {s.id: self._follow(s, up_running=code is None) for s in states}
+            newest = list({s.service: s for s in states}.values())  # the one Compose keeps of each service
+            failed = [(s, verdicts[s.id]) for s in newest if verdicts[s.id].kind == "failed"]
             if failed:
                 return self._fail(up, *failed[0])
-            code = up.poll()
-            by_service = {s.service: verdicts[s.id] for s in states}
+            by_service = {s.service: verdicts[s.id] for s in newest}
             if code is not None and code != 0:
+                # Compose gives up on a dependency it sees unhealthy (what Docker reports while a
+                # container waits to restart): the container is the cause, not Compose.
+                blamed = starting_failure(states, self.watches)
+                if blamed is not None:
+                    return self._fail(up, *blamed)
                 last = next((line for line in reversed(up.tail) if line.strip()), "")
                 self.say(f"error: `{' '.join(self.up_args)}` exited {code}: {last}")
                 return 1
@@ -404,19 +461,25 @@ class Waiter:
                 return 1
             time.sleep(2.0)
 
-    def _follow(self, state: ContainerState) -> Verdict:
+    def _follow(self, state: ContainerState, *, up_running: bool) -> Verdict:
         watch = self.watches.get(state.id) or self.watches.setdefault(
             state.id, Watch.first_sight(state, before_up=False)
         )
         new = watch.update(state)
-        verdict = assess(state, watch, self.max_failed_starts)
+        if new:
+            codes, oom = exits_since(state.id, self.wall0 - 1)
+            watch.exit_codes = [c for c in codes if c != 0] or watch.exit_codes
+            watch.oom_killed = watch.oom_killed or oom
+        verdict = assess(state, watch, self.max_failed_starts, up_running=up_running)
         if new and verdict.kind != "failed":
             lines = failed_run_log(state)
             cause = cause_of(lines) or summary_of(lines)
             self.say(f"{state.service}: start {watch.failed_starts} failed ({_exited(watch, state)}): {cause[:300]}")
         if verdict.kind == "ready" and watch.ready_at is None:
             watch.ready_at = time.monotonic()
-            self.say(f"{state.service} {verdict.what}")
+            if (state.service, verdict.what) not in self.announced:
+                self.announced.add((state.service, verdict.what))
+                self.say(f"{state.service} {verdict.what}")
         elif verdict.kind == "pending" and state.status == "running":
             self._stages(state, watch)
         return verdict
@@ -425,7 +488,7 @@ class Waiter:
         since = watch.log_since or state.started_at
         for line in logs(state.id, since=since, tail=400):
             stamp, _, text = line.partition(" ")
-            if watch.log_since and _instant(stamp) <= _instant(watch.log_since):
+            if not STAMP.match(stamp) or (watch.log_since and _instant(stamp) <= _instant(watch.log_since)):
                 continue
             watch.log_since = stamp
             if any(p.search(text) for p in STAGES):
@@ -441,7 +504,7 @@ class Waiter:
             hint = f"; stopped it (it restarted in a loop){hint}"
         self.say(f"{state.service}'s last log lines:")
         for line in lines[-SHOWN_LOG_LINES:]:
-            sys.stderr.write(f"  | {line}\n")
+            sys.stderr.write(f"  | {line[:300]}{' ...' if len(line) > 300 else ''}\n")
         sys.stderr.write(failure_line(state.service, verdict, lines, stopped_hint=hint) + "\n")
         return 1
 
@@ -450,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compose_wait.py", description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for every service (1800)")
     parser.add_argument(
-        "--max-failed-starts", type=int, default=3, help="failed starts of one service that end the wait (3)"
+        "--max-failed-starts", type=int, default=2, help="failed starts of one service that end the wait (2)"
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- <compose command> up -d")
     args = parser.parse_args(argv)
