@@ -3,8 +3,9 @@
 The JSON files are `docker inspect` of real containers (Docker 20.10, cgroup v1), each put in one
 state on purpose: running healthy, health starting (inside its start period), unhealthy, a
 crash loop under `restart: unless-stopped` caught both while `restarting` and while running again
-(RestartCount 8), one-shot steps that exited 0 and 2, a container created but not started, and two
-killed by a 64 MiB memory limit (PID 1 itself, and a child of PID 1). The log lines are what the
+(RestartCount 8), one-shot steps that exited 0 and 2, a container created but not started, one
+stopped by `docker stop` (what Compose does to a container it recreates), and two killed by a 64 MiB
+memory limit (PID 1 itself, and a child of PID 1). The log lines are what the
 policy launcher and vLLM print. The whole path, with Compose, is tests/compose/test_make_up_failures.py.
 """
 
@@ -17,7 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from halo.cli.compose_wait import ContainerState, Watch, _instant, assess, cause_of, failure_line, summary_of
+from halo.cli.compose_wait import (
+    ContainerState,
+    Watch,
+    _instant,
+    assess,
+    cause_of,
+    failure_line,
+    starting_failure,
+    summary_of,
+)
 
 DATA = Path(__file__).parent / "data" / "docker_inspect"
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +98,28 @@ def test_failed_starts_count_from_this_wait_and_survive_docker_resetting_the_cou
     watch = Watch(restart_count=20)
     assert watch.update(restarting) == 8 and watch.exit_codes == [2]
     assert watch.update(restarting) == 0  # the same poll twice counts once
+
+
+def test_a_container_compose_stops_to_recreate_is_not_a_failure_while_up_runs():
+    stopped = state("stopped")
+    watch = Watch.first_sight(stopped, before_up=False)
+    watch.update(stopped)
+    assert assess(stopped, watch, 2, up_running=True).kind == "pending"
+    assert assess(stopped, watch, 2, up_running=False).what == "exited 137"  # and still stopped after `up`
+    # A crash is one at once, `up` running or not; so is a kill for memory, whatever its exit code.
+    for name in ("oneshot-failed", "oom-init"):
+        s = state(name)
+        assert assess(s, Watch.first_sight(s, before_up=False), 2, up_running=True).kind == "failed"
+
+
+def test_when_compose_gives_up_the_service_failing_to_start_is_blamed():
+    healthy, loop = state("healthy"), state("loop-running")
+    watches = {s.id: Watch.first_sight(s, before_up=False) for s in (healthy, loop)}
+    for s in (healthy, loop):
+        watches[s.id].update(s)
+    blamed, v = starting_failure([healthy, loop], watches)
+    assert blamed.service == "policy" and v.loop and v.what == "exited 8 times at start"
+    assert starting_failure([healthy], watches) is None
 
 
 def test_a_run_that_ended_before_the_wait_is_not_a_failure_of_this_start():
