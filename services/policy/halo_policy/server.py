@@ -37,6 +37,7 @@ from threading import Thread
 from halo.settings.policy import PolicySettings
 from halo_model.resolution import resolve_model
 from halo_policy.capabilities import Advertiser
+from halo_policy.memory_kills import killed_for_memory, oom_kills
 from halo_policy.process_group import terminate_group
 from halo_policy.replica import ReplicaConfigError, Sidecar, sidecar_plan
 
@@ -50,6 +51,18 @@ class PolicyServerError(RuntimeError):
 def served_model(settings: PolicySettings, *, build: bool = True) -> str:
     """The model path or name vLLM serves (``build=False``: only name the tiny model's folder)."""
     return resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed, build=build)
+
+
+def missing_model_folder(settings: PolicySettings) -> str:
+    """Why the configured model cannot be served when it names a folder that is not there, else "".
+
+    A path (leading / or .) that does not exist would otherwise reach vLLM, which spends its import
+    (tens of seconds, once per container restart) before failing on it as a Hugging Face name.
+    """
+    model = settings.model or ""
+    if model.startswith(("/", ".")) and not os.path.isdir(model):
+        return f"HALO_POLICY_MODEL={model} is not a folder here (a path must exist; a Hugging Face name has no leading / or .)"
+    return ""
 
 
 def build_command(settings: PolicySettings, model: str) -> list[str]:
@@ -141,14 +154,18 @@ def _warmup_png() -> bytes:
     return buf.getvalue()
 
 
-async def _wait_healthy(settings: PolicySettings, proc: subprocess.Popen, deadline: float) -> None:
+async def _wait_healthy(
+    settings: PolicySettings, proc: subprocess.Popen, deadline: float, kills_before: int | None = None
+) -> None:
     from halo.policy_client import PolicyClient
     from halo.transport import CallError
 
     async with PolicyClient.from_settings(settings, max_retries=0) as client:
         while True:
             if proc.poll() is not None:
-                raise PolicyServerError(f"vLLM exited with code {proc.returncode} before becoming healthy")
+                raise PolicyServerError(
+                    f"vLLM exited with code {proc.returncode} before becoming healthy{killed_for_memory(kills_before)}"
+                )
             try:
                 await client.health()
                 break
@@ -174,6 +191,9 @@ def _pump(stream: io.BufferedReader, tail: deque[str]) -> None:
 def serve(settings: PolicySettings | None = None) -> int:
     """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
     settings = settings or PolicySettings()
+    if missing := missing_model_folder(settings):
+        logger.error("policy server failed to start: %s", missing)
+        return 2
     try:
         model = served_model(settings)
     except Exception as exc:
@@ -187,6 +207,7 @@ def serve(settings: PolicySettings | None = None) -> int:
     sidecar = Sidecar(plan) if plan else None
     cmd = build_command(settings, model)
     logger.info("starting vLLM (%s target): %s", settings.target, " ".join(cmd))
+    kills_before = oom_kills()
     proc = subprocess.Popen(
         cmd, env=build_env(settings), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
@@ -209,7 +230,7 @@ def serve(settings: PolicySettings | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s))
+        asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s, kills_before))
     except Exception as exc:
         terminate_group(proc)
         pump.join(timeout=5)
@@ -238,7 +259,12 @@ def serve(settings: PolicySettings | None = None) -> int:
         return 0
     # Not asked to stop: vLLM's API server shuts down (often with code 0) when its engine dies.
     last = "\n".join(list(tail)[-15:])
-    logger.error("vLLM exited with code %s without being asked to stop\n--- last vLLM output ---\n%s", code, last)
+    logger.error(
+        "vLLM exited with code %s without being asked to stop%s\n--- last vLLM output ---\n%s",
+        code,
+        killed_for_memory(kills_before),
+        last,
+    )
     return code if code and code > 0 else 1
 
 
