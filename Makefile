@@ -43,7 +43,7 @@ endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
 .PHONY: setup up down model images gpu-base gpu-images-test cluster-compose-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
-	compose-env compose-running
+	compose-env compose-running doctor
 
 setup:            ## install system packages and the locked Python environment (idempotent)
 	@bash scripts/setup.sh
@@ -102,6 +102,7 @@ up: images        ## the whole Compose stack, waiting (bounded) for every health
 	$(COMPOSE) run --rm model
 	python3 shared/halo/cli/compose_wait.py --timeout $(UP_TIMEOUT_S) --max-failed-starts $(UP_MAX_FAILED_STARTS) -- env $(COMPOSE) up -d
 	@echo "make train DOMAIN=... trains in the trainer container"
+	@$(if $(filter 0,$(DOCTOR)),echo "DOCTOR=0: the self-check skipped (make doctor runs it)",$(MAKE) --no-print-directory doctor STACK=$(COMPOSE_STACK))
 
 # One command stops whatever this checkout runs: the embedded stack (`halo stack down`, every process
 # `halo stack up` started) unless HALO_STACK says Compose, and then the Compose stack. Before, `down`
@@ -112,6 +113,15 @@ ifeq ($(STACK),local)
 	@if [ -x $(HALO) ]; then $(HALO) stack down; else echo "no .venv here: the embedded stack was never started from this checkout"; fi
 else
 	$(COMPOSE) down$(if $(VOLUMES), -v)
+endif
+
+# The first-boot self-check (halo doctor; docs/training.md) where the trainer runs: the embedded stack's on
+# this machine, Compose's inside the trainer container. `make up` ends with it unless DOCTOR=0.
+doctor: $(if $(filter local,$(STACK)),setup,compose-running)  ## self-check of the running stack: model answers, an adapter loads, log-prob parity, one update vs the memory plan
+ifeq ($(STACK),local)
+	$(HALO) doctor $(ARGS)
+else
+	$(COMPOSE) exec -T trainer halo doctor $(ARGS)
 endif
 
 compose-running:  # make train/eval on a Compose stack: its trainer must be running (no host fallback)

@@ -208,6 +208,10 @@ class EnvClient(_Client):
         params = {"domain": domain} if domain else None
         return [Task.model_validate(t) for t in (await self._http.request("GET", "/tasks", params=params)).json()]
 
+    async def domains(self) -> list[str]:
+        """Every domain (site) some backend of the env service has tasks for, sorted."""
+        return sorted({t.domain for t in await self.tasks()})
+
     async def left_out(self) -> list[LeftOutTask]:
         """REAL v2 tasks that do not run offline on this env service, with the reasons."""
         return [LeftOutTask.model_validate(t) for t in (await self._http.request("GET", "/tasks/left-out")).json()]

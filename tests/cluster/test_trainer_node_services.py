@@ -79,6 +79,11 @@ async def test_tasks_are_probed_on_a_running_node_that_answers(env, aredis, redi
     )
     chosen = await choose_tasks(probe, RunSpec(domain="omnizon"))
     assert chosen.tasks and all(t.startswith(("local.omnizon-", "real-offline.omnizon-")) for t in chosen.tasks)
+    # a domain without tasks is answered with the domains the node's env has
+    with pytest.raises(TaskSetError) as unknown:
+        await choose_tasks(probe, RunSpec(domain="nonexistent"))
+    assert unknown.value.status == 422 and "; the domains are " in str(unknown.value)
+    assert {"omnizon", "playground"} <= set(str(unknown.value).split("the domains are ")[1].split(", "))
 
 
 async def test_a_node_restarted_on_other_ports_is_followed_without_restarting_the_trainer(

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 import redis
+
+from tests import lifetime
+from tests.e2e.conftest import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
 
@@ -125,3 +131,25 @@ def test_halo_train_passes_every_option_to_the_run(stack):
     assert (config["branch"], config["eval_every"], config["eval_episodes"]) == ("best", 0, 5)
     assert config["learning_rate"] == 0.003
     assert not (Path(status["run_dir"]) / "eval.jsonl").exists()  # eval_every 0: never evaluated
+
+
+def test_halo_train_into_a_file_logs_plain_progress_lines(stack, tmp_path):
+    """`make train ... | tee log`: with stdout a file, `halo train` prints a plain line per phase of
+    a real run (and at least every 15 s), with no control characters of a live display."""
+    log = tmp_path / "train.log"
+    with log.open("w") as out:
+        done = lifetime.run(
+            [sys.executable, "-m", "halo.cli.main", "train", "--domain", "playground", "--task", "local.playground-1",
+             "--episodes", "4", "--num-generations", "2", "--max-steps", "1", "--eval-every", "1", "--eval-episodes",
+             "1", "--name", "log", "--no-stack"],
+            env=stack.env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=900,
+        )  # fmt: skip
+    text = log.read_text()
+    assert done.returncode == 0, text
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), repr(text[-2000:])
+    lines = [line for line in text.splitlines() if " episodes, update " in line]
+    phases = [line.split(" | ", 1)[1] for line in lines]
+    assert any(p.startswith("evaluating v0: ") for p in phases), phases
+    assert any(p.startswith("collecting update 1: ") for p in phases), phases
+    last = r"\d\d:\d\d:\d\d 4/4 episodes, update 1 \(v1\), reward \S+ success \S+, ETA \S+( \S+)? \| finished"
+    assert re.fullmatch(last, lines[-1]), lines

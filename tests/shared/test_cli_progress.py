@@ -1,7 +1,7 @@
 """`halo train`'s progress: the phase named with its count and ETA, the run's ETA from measured rates,
 and a line when a phase stalls or the trainer says why it waits (``halo.cli.progress``).
 
-The timeline is the newcomer's run of issue 48 on the embedded default: 100 episodes, 4 an update
+The timeline is a newcomer's first run on the embedded default: 100 episodes, 4 an update
 (25 updates), a 32-episode evaluation before the first update and every 10 (and after the last),
 about 4.4 s an evaluation episode and 20 s an update, polled every 2 s as `halo train` polls.
 """
@@ -17,7 +17,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from halo.cli.progress import Plan, RunProgress, duration
+from halo.cli.progress import PLAIN_EVERY_S, PlainLog, Plan, RunProgress, duration, plain_line
 from halo.schemas import RunPhase, RunSpec, RunState, RunStatus
 
 T0 = 1_800_000_000.0  # the trainer's wall clock at the run's start
@@ -179,6 +179,42 @@ def test_an_evaluation_with_no_episode_finishing_is_said():
     assert lines == ["evaluating v0: no episodes for 2m 02s (0/32); still waiting"]
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # escape codes, carriage returns, backspaces
+PLAIN = re.compile(
+    r"\d\d:\d\d:\d\d \d+/100 episodes, update \d+ \(v\d+\), (no update yet|reward \S+ success \S+), ETA \S+( \S+)? \| .+"
+)
+
+
+def test_a_log_gets_a_plain_line_at_each_phase_change_and_every_15_s():
+    """Without a terminal `halo train` prints plain lines (``_log``): the run's whole timeline polled
+    every 2 s, each phase named at least once, no two lines more than 15 s and a poll apart."""
+    steps = newcomer_timeline()
+    progress, log = RunProgress(Plan(eval_every=10, eval_episodes=32)), PlainLog()
+    printed: list[tuple[float, str]] = []
+    polled: set[str] = set()
+    t = 0.0
+    while t <= total_seconds(steps) + 2:
+        status = status_at(steps, t)
+        polled |= {status.phase.label} if status.phase else set()
+        progress.observe(status, now=t, wall=T0 + t)
+        if log.due((status.state, progress.phase_text(wall=T0 + t)[0]), t):
+            printed.append((t, plain_line(status, progress, wall=T0 + t)))
+        t += min(2.0, log.left(t)) or 2.0
+    lines = [line for _, line in printed]
+    assert all(PLAIN.fullmatch(line) for line in lines[:-1]), [x for x in lines if not PLAIN.fullmatch(x)][:3]
+    assert lines[-1].endswith("100/100 episodes, update 25 (v25), reward 0.100 success -, ETA 0s | finished")
+    assert not any(CONTROL.search(line) for line in lines)
+    gaps = [b - a for (a, _), (b, _) in zip(printed, printed[1:], strict=False)]
+    assert max(gaps) <= PLAIN_EVERY_S <= 15, max(gaps)
+    assert len(polled) > 70  # most phases (a 1 s publish mostly ends between two polls)
+    for label in polled:
+        assert any(f"| {label}: " in line for line in lines), label
+    # a 140 s evaluation is heard from every 14 s, with its count and ETA
+    v0 = [line.split(" | ")[1] for line in lines if "| evaluating v0: " in line]
+    assert len(v0) == 10 and v0[0] == "evaluating v0: 0/32 episodes", v0
+    assert all(re.fullmatch(r"evaluating v0: \d+/32 episodes, ETA (\d+m )?\d+s", x) for x in v0[1:]), v0
+
+
 def test_durations_read_as_people_write_them():
     assert [duration(s) for s in (None, float("nan"), 0, 42.4, 187, 3725)] == [
         "-",
@@ -233,6 +269,30 @@ def test_halo_runs_list_says_what_a_running_run_is_doing(monkeypatch: pytest.Mon
     assert "evaluating" not in next(x for x in result.stdout.splitlines() if "r-done" in x)
 
 
+def test_halo_runs_list_prints_whole_run_ids_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The id is what `halo runs status|stop` take: never cut to "…", at 80 columns and with the
+    longest name a run may have (40 characters before the id's date)."""
+    from halo.cli import main as cli
+
+    ids = ["playground-20261201-215804-a1b2", "n" * 40 + "-20261201-215804-a1b2"]
+    note = "waiting for vLLM (12 s of 600): connection refused"
+    runs = [
+        _status(RunState.RUNNING, 3, _phase(note=note)).model_copy(update={"run_id": ids[0]}),
+        _status(RunState.FINISHED, 25, None).model_copy(update={"run_id": ids[1]}),
+    ]
+    body = json.dumps([json.loads(r.model_dump_json()) for r in runs])
+    _cli(monkeypatch, lambda request: httpx.Response(200, text=body))
+    result = CliRunner().invoke(cli.app, ["runs", "list"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    rows = result.stdout.splitlines()
+    assert rows[0].split() == ["run", "state", "episodes", "updates", "version", "now"]
+    assert rows[1].split()[:5] == [ids[0], "running", "12/100", "3", "3"], rows
+    assert any(row.split()[:2] == [ids[1], "finished"] for row in rows), rows
+    assert "…" not in result.stdout
+    # what the running run does wraps in its column, whole
+    assert " ".join(" ".join(rows[1:-1]).split()).endswith(f"evaluating v3: 7/32 episodes ({note})")
+
+
 def test_halo_train_prints_the_trainers_reason_for_a_wait(monkeypatch: pytest.MonkeyPatch) -> None:
     """What `halo train` draws comes from the statuses it polls: a note the trainer sets is printed once."""
     from halo.cli import main as cli
@@ -264,3 +324,7 @@ def test_halo_train_prints_the_trainers_reason_for_a_wait(monkeypatch: pytest.Mo
     assert result.exit_code == 0, result.output
     assert result.stdout.count(f"collecting update 1: {note}") == 1
     assert "run r finished" in result.stdout
+    # CliRunner's output is no terminal: a plain line per phase, no live display's control codes.
+    assert not CONTROL.search(result.stdout.replace("\n", "")), repr(result.stdout)
+    plain = [line for line in result.stdout.splitlines() if " episodes, update " in line]
+    assert [line.split(" | ")[1] for line in plain] == ["collecting update 1: 0/4 jobs", "finished"], plain

@@ -86,14 +86,25 @@ def _card(service: Mapping[str, Any]) -> str:
     return card
 
 
-@pytest.mark.parametrize("two_cards", [False, True])
-def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Path, two_cards: bool):
+def _learner_cards(service: Mapping[str, Any]) -> list[str]:
+    """The cards the trainer's torch sees: every card reserved, CUDA_VISIBLE_DEVICES naming the learner's in
+    nvidia-smi's numbering (Compose cannot make a device_ids list of one variable)."""
+    (device,) = service["deploy"]["resources"]["reservations"]["devices"]
+    assert device["count"] in ("all", -1) and "device_ids" not in device, device
+    env = container_environment(service)
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID", env  # CUDA's default order is fastest first
+    return env["CUDA_VISIBLE_DEVICES"].split(",")
+
+
+@pytest.mark.parametrize("learner", ["0", "1", "1,2"])
+def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Path, learner: str):
     """The pre-flight reads the cards the policy and the trainer get, vLLM's share as the policy gets it
-    and the trainer's settings (its env file, its image with the memory plan), on one card and on two."""
+    and the trainer's settings (its env file, its image with the memory plan), on one card, on two, and
+    with the learner's ranks on two cards beside vLLM's (HALO_TRAINER_GPU=1,2)."""
+    two_cards = learner != "0"
     if two_cards:
-        stack = Stack(
-            load(tmp_path, ROOT / "docker-compose.yml", TWO_GPU_OVERRIDE, variables={"HALO_TRAINER_GPU": "1"})
-        )
+        variables = {"HALO_TRAINER_GPU": learner}
+        stack = Stack(load(tmp_path, ROOT / "docker-compose.yml", TWO_GPU_OVERRIDE, variables=variables))
     else:
         stack = Stack(load(tmp_path))
     services = stack.services
@@ -103,8 +114,10 @@ def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Pa
     assert preflight["build"]["dockerfile"] == services[tname]["build"]["dockerfile"] == "Dockerfile.trainer"
     assert preflight.get("env_file") == services[tname].get("env_file")
     args = _preflight_args(preflight)
-    assert (args["--policy-gpu"], args["--trainer-gpu"]) == (_card(services[pname]), _card(services[tname]))
-    assert (args["--policy-gpu"] != args["--trainer-gpu"]) == two_cards
+    assert args["--policy-gpu"] == _card(services[pname])
+    assert args["--trainer-gpu"].split(",") == _learner_cards(services[tname]) == learner.split(",")
+    assert (args["--policy-gpu"] not in learner.split(",")) == two_cards
+    assert args["--policy-address"] == f"policy:{stack.listen_port(pname)}"  # a running stack's own vLLM
     (device,) = preflight["deploy"]["resources"]["reservations"]["devices"]
     assert device["count"] in ("all", -1) and "utility" in device["capabilities"]  # nvidia-smi on every card
     env = container_environment(preflight)
@@ -113,6 +126,7 @@ def test_vllm_starts_only_after_the_gpu_preflight_checked_its_cards(tmp_path: Pa
     policy, trainer = stack.settings[pname], stack.settings[tname]
     assert policy_side.gpu_memory_utilization == policy.gpu_memory_utilization == (0.90 if two_cards else 0.45)
     assert trainer_side.target == trainer.target == "gpu"
+    assert policy_side.resolved_dtype() == policy.resolved_dtype() == "bfloat16"  # the capability check's dtype
     assert trainer_side.model == trainer.model == GPU_DEFAULT_MODEL
     cache = "/root/.cache/huggingface"
     assert _mounts(preflight)[cache] == _mounts(services[tname])[cache]  # a cached config of another model

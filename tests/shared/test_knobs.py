@@ -197,6 +197,6 @@ def test_halo_train_help_shows_each_knobs_unit_default_and_docs_link() -> None:
     """Typer renders help as rich markup: an unescaped "[updates]" would be taken for a tag and vanish."""
     from typer.testing import CliRunner
 
-    out = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "250", "TERMINAL_WIDTH": "250"}).output
+    out = CliRunner().invoke(app, ["train", "--help-all"], env={"COLUMNS": "250", "TERMINAL_WIDTH": "250"}).output
     assert "[updates]" in out and "(default [none]" in out
     assert "docs/knobs.md#warmup_steps" in out

@@ -153,6 +153,10 @@ class EnvStandIn:
             if domain in t
         ]
 
+    async def domains(self) -> list[str]:
+        self._check_up()
+        return sorted({t.split(".", 1)[1].rsplit("-", 1)[0] for t in self.tasks})
+
     async def aclose(self) -> None:
         pass
 

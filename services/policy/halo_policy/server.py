@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from threading import Thread
 
 from halo.settings.policy import PolicySettings
@@ -109,6 +110,8 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
         # run's temperature compares like with like.
         "--logprobs-mode",
         "processed_logprobs",
+        "--shutdown-timeout",
+        str(settings.shutdown_timeout_s),
     ]
     if kwargs := settings.processor_kwargs():
         cmd += ["--mm-processor-kwargs", json.dumps(kwargs)]
@@ -219,8 +222,10 @@ def serve(settings: PolicySettings | None = None) -> int:
         logger.info("signal %d: stopping vLLM", signum)
         if sidecar is not None:  # out of the registry before the replica stops answering
             sidecar.signal_stop()
+        # The API server alone: it stops its engine within --shutdown-timeout. A signal to the whole
+        # group reached the engine first, and the server logged EngineDeadError and leaked semaphores.
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.kill(proc.pid, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -243,7 +248,9 @@ def serve(settings: PolicySettings | None = None) -> int:
     )
     if sidecar is not None and not stopping:
         sidecar.start()
-    code = _wait(proc, sidecar)
+    code = _wait(proc, sidecar, lambda: bool(stopping), settings.shutdown_timeout_s + 10.0)
+    with contextlib.suppress(ProcessLookupError):  # whatever of vLLM's group outlived its server
+        os.killpg(proc.pid, signal.SIGKILL)
     if sidecar is not None:
         sidecar.stop()
     advertiser.stop()
@@ -261,11 +268,19 @@ def serve(settings: PolicySettings | None = None) -> int:
     return code if code and code > 0 else 1
 
 
-def _wait(proc: subprocess.Popen, sidecar: Sidecar | None) -> int:
-    """vLLM's exit code, keeping the sidecar (if any) alive meanwhile."""
+def _wait(proc: subprocess.Popen, sidecar: Sidecar | None, stopping: Callable[[], bool], grace_s: float) -> int:
+    """vLLM's exit code, keeping the sidecar (if any) alive meanwhile; once ``stopping``, vLLM's
+    group is killed when its server has not exited within ``grace_s``."""
+    asked: float | None = None
     while True:
         try:
             return proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             if sidecar is not None:
                 sidecar.check()
+            if stopping():
+                asked = asked or time.monotonic()
+                if time.monotonic() - asked > grace_s:
+                    logger.warning("vLLM did not stop within %.0f s: killing its processes", grace_s)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)

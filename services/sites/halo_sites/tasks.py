@@ -246,10 +246,15 @@ def evaluate(task: Task, finish_state: dict[str, Any], answer: str | None = None
     )
 
 
-if __name__ == "__main__":  # `halo tasks list` runs this (the CLI imports no service package)
+if __name__ == "__main__":  # `halo tasks list` and `halo train --help` run this (the CLI imports no service package)
     import argparse
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m halo_sites.tasks", description="The local tasks as JSON.")
     parser.add_argument("--site", default=None, help="only this site's tasks")
-    sys.stdout.write(json.dumps([t.model_dump(mode="json") for t in load_tasks(parser.parse_args().site)]) + "\n")
+    parser.add_argument("--domains", action="store_true", help="only the sites (domains) that have tasks, sorted")
+    args = parser.parse_args()
+    if args.domains:  # `halo train --help` names them
+        sys.stdout.write(json.dumps(sorted({t.domain for t in load_tasks()})) + "\n")
+    else:
+        sys.stdout.write(json.dumps([t.model_dump(mode="json") for t in load_tasks(args.site)]) + "\n")

@@ -72,8 +72,13 @@ def spec_values(given: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_knob_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``command`` (whose last parameter is ``**knob_values``) with one typer option per request knob."""
+def with_knob_options(
+    command: Callable[..., Any] | None = None, *, panel: Callable[[knobs.Knob], str] | None = None
+) -> Any:
+    """``command`` (whose last parameter is ``**knob_values``) with one typer option per request knob;
+    ``panel`` names the help panel of each (``rich_help_panel``)."""
+    if command is None:
+        return lambda command: with_knob_options(command, panel=panel)
     hints = typing.get_type_hints(command)
     own = [p for p in inspect.signature(command).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
@@ -89,7 +94,9 @@ def with_knob_options(command: Callable[..., Any]) -> Callable[..., Any]:
         names = [f"{k.flag}/--no-{k.flag[2:]}"] if cli_type(k) is bool else [k.flag, *seeds]
         # Typer renders help as rich markup, where "[updates]" or a default of "[none]" is a tag
         # and vanishes: escaped, the unit and the default show.
-        option = typer.Option(None, *names, help=_help(k).replace("[", "\\["))
+        option = typer.Option(
+            None, *names, help=_help(k).replace("[", "\\["), rich_help_panel=panel(k) if panel else None
+        )
         extra.append(inspect.Parameter(k.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=cli_type(k)))
 
     def wrapper(**kwargs: Any) -> Any:

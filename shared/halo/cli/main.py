@@ -18,6 +18,7 @@ from halo.cli import (
     train_commands,
     trainer_tool_commands,
 )
+from halo.cli.train_help import TrainCommand
 
 app = typer.Typer(help="HALO-Agent: online RL for a Qwen3-VL browser agent.", no_args_is_help=True)
 stack_app = typer.Typer(help="The embedded local stack (every service as a local process).", no_args_is_help=True)
@@ -44,7 +45,7 @@ stack_app.command("token")(stack_commands.stack_token)
 app.command()(stack_commands.health)
 
 # -- training ---------------------------------------------------------------------------------
-app.command()(train_commands.train)
+app.command(cls=TrainCommand)(train_commands.train)
 runs_app.command("list")(train_commands.runs_list)
 runs_app.command("status")(train_commands.runs_status)
 runs_app.command("stop")(train_commands.runs_stop)
@@ -60,6 +61,7 @@ modes_app.command("promote")(mode_commands.modes_promote)
 app.command("eval", context_settings=PASSTHROUGH)(trainer_tool_commands.evaluate)
 app.command("view", context_settings=PASSTHROUGH)(trainer_tool_commands.view)
 app.command("memory-plan", context_settings=PASSTHROUGH)(trainer_tool_commands.memory_plan)
+app.command("doctor", context_settings=PASSTHROUGH)(trainer_tool_commands.doctor)
 app.command()(trainer_tool_commands.smoke)
 
 # -- the cluster layer (python -m halo_cluster) ------------------------------------------------------

@@ -2,6 +2,10 @@
 is in (``RunStatus.phase``: "evaluating v0: 7/32 episodes") with its own ETA, and a line when a
 phase takes longer than it should or the trainer says why it waits.
 
+Where stdout is no terminal (``| tee log``, nohup, CI) nothing is drawn: a live display is redrawn
+in place with control characters, and rich holds it back until the end. ``PlainLog`` says when to
+print one plain line instead: at each phase change and at least every ``PLAIN_EVERY_S`` seconds.
+
 Kept apart from the drawing (``train_commands._follow``) so that the arithmetic is tested on its
 own: ``RunProgress.observe`` takes each polled status with the time it was read.
 
@@ -24,6 +28,9 @@ from halo.schemas import RunPhase, RunState, RunStatus
 # The phases an update is made of; an evaluation's time is counted apart (it comes every eval_every).
 UPDATE_KINDS = frozenset({"collecting", "updating", "publishing", "checkpointing"})
 STALL_S = 60.0  # a phase with no visible progress for this long (and 3x its usual time) is said
+# A log followed with `tail -f` hears from the run at least every 15 s: a poll takes up to a second
+# more than the wait before it.
+PLAIN_EVERY_S = 14.0
 
 
 def duration(seconds: float | None) -> str:
@@ -40,6 +47,21 @@ def phase_line(phase: RunPhase) -> str:
     """One line for a phase seen once (``halo runs list``): "evaluating v3: 7/32 episodes"."""
     count = f": {phase.done}/{phase.total} {phase.unit}".rstrip() if phase.total else ""
     return f"{phase.label}{count}" + (f" ({phase.note})" if phase.note else "")
+
+
+def scores(run: RunStatus) -> str:
+    """The latest update's headline numbers; "no update yet" rather than NaN before the first."""
+    m = run.latest_metrics
+    if run.updates == 0:
+        return "no update yet"
+
+    def num(key: str, fmt: str) -> str:
+        value = m.get(key, float("nan"))
+        return "-" if value != value else format(value, fmt)
+
+    if run.spec.algorithm.value == "mcts":
+        return f"pairs {num('dpo/pairs', '.0f')} success found {num('mcts/success_found', '.2f')}"
+    return f"reward {num('rollout/mean_reward', '.3f')} success {num('rollout/success_rate', '.2f')}"
 
 
 @dataclass
@@ -213,3 +235,40 @@ class RunProgress:
             before = f" (it took {duration(usual)} before)" if usual else ""
             return f"{p.label} is taking {duration(elapsed)}{before}; still waiting"
         return None
+
+
+@dataclass
+class PlainLog:
+    """When a log without a live display gets its next line: the phase (or the run's state) changed,
+    or ``every_s`` passed since the last line."""
+
+    every_s: float = PLAIN_EVERY_S
+    _key: object = None
+    _at: float | None = None
+
+    def due(self, key: object, now: float) -> bool:
+        if self._at is not None and key == self._key and now - self._at < self.every_s:
+            return False
+        self._key, self._at = key, now
+        return True
+
+    def left(self, now: float) -> float:
+        """Seconds until a line is due however the run goes: the poller sleeps no longer than this."""
+        return 0.0 if self._at is None else max(0.0, self.every_s - (now - self._at))
+
+
+def plain_line(run: RunStatus, watch: RunProgress, wall: float | None = None) -> str:
+    """The run in one line for a log: "12/100 episodes, update 3 (v3), reward 0.125 success 0.25,
+    ETA 5m 10s | collecting update 4: 2/4 jobs, ETA 12s"; the state alone once it has ended."""
+    eta = watch.run_eta(wall)
+    head = (
+        f"{run.episodes_done}/{run.episodes_total} episodes, update {run.updates} (v{run.policy_version}), "
+        f"{scores(run)}, ETA {duration(eta)}"
+    )
+    label, detail = watch.phase_text(wall)
+    if run.state in (RunState.FINISHED, RunState.STOPPED, RunState.FAILED):
+        tail = run.state.value
+    else:
+        tail = f"{label}: {detail}" if label else run.state.value
+    stamp = time.strftime("%H:%M:%S", time.localtime(time.time() if wall is None else wall))
+    return f"{stamp} {head} | {tail}"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 import time
 from typing import Any
 
@@ -11,19 +12,20 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn
-from rich.table import Table
 
 from halo.cli import stack as local_stack
-from halo.cli import stack_probes
+from halo.cli import stack_probes, train_help
 from halo.cli.knob_options import spec_values, with_knob_options
 from halo.cli.output import console, err, fail
-from halo.cli.progress import Plan, RunProgress, duration, phase_line
+from halo.cli.progress import PlainLog, Plan, RunProgress, duration, phase_line, plain_line, scores
 from halo.cli.summary import run_summary, viewer_link
 from halo.local_token import read_token
 from halo.schemas import ALGORITHM_TITLES, RunPhase, RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
+COMMON = train_help.COMMON
 TERMINAL = {RunState.FINISHED, RunState.STOPPED, RunState.FAILED}
+NOW_MIN = 16  # `halo runs list`'s "now" column wraps, but not to one word a line
 # From the algorithm table (halo.schemas.choices): a new algorithm shows here without an edit.
 ALGORITHM_HELP = " or ".join(f"{a.value} ({title})" for a, title in ALGORITHM_TITLES.items()) + "; docs/trainer.md"
 
@@ -62,27 +64,40 @@ def _api(call, *args, **kwargs) -> httpx.Response:
     return response
 
 
-@with_knob_options
+@with_knob_options(panel=train_help.panel)
 def train(
-    domain: str = typer.Option(..., "--domain", "-d", help="Site: playground, gomail, gocalendar, omnizon, zilloft"),
+    domain: str = typer.Option(..., "--domain", "-d", help="Site", rich_help_panel=COMMON),
     task: list[str] = typer.Option(
-        None, "--task", "-t", help="Task ids (repeatable; default: the domain's tasks whose site answers)"
+        None,
+        "--task",
+        "-t",
+        help="Task ids (repeatable; default: the domain's tasks whose site answers from here)",
+        rich_help_panel=COMMON,
     ),
-    algorithm: str = typer.Option("grpo", help=ALGORITHM_HELP),
-    name: str = typer.Option("", help="Run name prefix"),
-    detach: bool = typer.Option(False, help="Submit and return without following progress"),
-    no_stack: bool = typer.Option(False, help="Do not start the local stack when the trainer is unreachable"),
+    algorithm: str = typer.Option("grpo", help=ALGORITHM_HELP, rich_help_panel=COMMON),
+    name: str = typer.Option("", help="Run name prefix", rich_help_panel=COMMON),
+    detach: bool = typer.Option(
+        False, "--detach", help="Submit and return without following progress", rich_help_panel=COMMON
+    ),
+    no_stack: bool = typer.Option(
+        False,
+        "--no-stack",
+        help="Do not start the local stack when the trainer is unreachable",
+        rich_help_panel=COMMON,
+    ),
     json_out: bool = typer.Option(
         False,
         "--json",
         help="Print the run's final status (GET /runs/{id}) as one JSON line instead of the summary; "
         "everything else goes to stderr",
+        rich_help_panel=COMMON,
     ),
+    help_all: bool = train_help.HELP_ALL,
     **knob_values: Any,
 ) -> None:
     """Submit a training run to the trainer (starting the local stack if needed) and follow it.
 
-    Every run setting is an option (docs/knobs.md); unset ones come from configs/rl_config.yaml."""
+    Every run setting is an option (docs/knobs.md); an unset one takes its default below."""
     # With --json, stdout carries the JSON alone so that a script can parse it.
     say = err if json_out else console
     settings = TrainerSettings()
@@ -156,88 +171,114 @@ def _plan(client: httpx.Client, run_id: str) -> Plan:
         return Plan()
 
 
-def _scores(run: RunStatus) -> str:
-    """The latest update's headline numbers; "no update yet" rather than NaN before the first."""
-    m = run.latest_metrics
-    if run.updates == 0:
-        return "no update yet"
-
-    def num(key: str, fmt: str) -> str:
-        value = m.get(key, float("nan"))
-        return "-" if value != value else format(value, fmt)
-
-    if run.spec.algorithm.value == "mcts":
-        return f"pairs {num('dpo/pairs', '.0f')} success found {num('mcts/success_found', '.2f')}"
-    return f"reward {num('rollout/mean_reward', '.3f')} success {num('rollout/success_rate', '.2f')}"
-
-
 def _follow(client: httpx.Client, run: RunStatus, out: Console) -> RunStatus:
     """Poll the run and draw it until it ends; Ctrl-C detaches (the run goes on).
 
     Two lines: the run's episodes with its ETA and latest scores, and under it the phase the run is
     in with its own count and ETA ("evaluating v0  7/32 episodes, ETA 1m 10s"); a phase that stalls
     or waits (vLLM not ready, a job reclaimed) gets a line of its own above them (``halo.cli.progress``).
+    Where the output is no terminal, plain lines instead (``_log``).
     """
+    watch = RunProgress(_plan(client, run.run_id))
+    try:
+        return _draw(client, run, watch, out) if out.is_terminal else _log(client, run, watch, out)
+    except KeyboardInterrupt:
+        out.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
+        raise typer.Exit(0) from None
+
+
+def _poll(client: httpx.Client, run_id: str) -> RunStatus:
+    return RunStatus.model_validate(_api(client.get, f"/runs/{run_id}").json())
+
+
+def _log(client: httpx.Client, run: RunStatus, watch: RunProgress, out: Console) -> RunStatus:
+    """No terminal (a pipe, a file): plain lines a log can read, at each phase change and every 15 s."""
+    log = PlainLog()
+    while True:
+        run = _poll(client, run.run_id)
+        now = time.monotonic()
+        for line in watch.observe(run, now):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+        if log.due((run.state, watch.phase_text()[0]), now):
+            out.print(plain_line(run, watch), markup=False, highlight=False, soft_wrap=True)
+        if run.state in TERMINAL:
+            return run
+        time.sleep(min(2.0, log.left(time.monotonic())))
+
+
+def _draw(client: httpx.Client, run: RunStatus, watch: RunProgress, out: Console) -> RunStatus:
+    """A terminal: the two bars of ``_follow``, redrawn in place."""
     columns = [
         TextColumn("{task.description}"),
         BarColumn(bar_width=20),
         TextColumn("{task.fields[count]}"),
         TextColumn("{task.fields[info]}", style="dim"),
     ]
-    watch = RunProgress(_plan(client, run.run_id))
-    try:
-        with Progress(*columns, console=out) as progress:
-            bar = progress.add_task(run.run_id, total=run.episodes_total or None, count="", info="")
-            phase_bar = progress.add_task("  starting", total=None, count="", info="")
-            while True:
-                run = RunStatus.model_validate(_api(client.get, f"/runs/{run.run_id}").json())
-                for line in watch.observe(run, time.monotonic()):
-                    progress.console.print(f"[yellow]{escape(line)}[/yellow]", highlight=False)
-                eta = watch.run_eta()
-                count = f"{run.episodes_done}/{run.episodes_total} episodes, ETA {duration(eta) if eta is not None else '-'}"
-                progress.update(
-                    bar,
-                    completed=run.episodes_done,
-                    total=run.episodes_total or None,
-                    count=count,
-                    info=f"v{run.policy_version} upd {run.updates} {_scores(run)}",
-                )
-                label, detail = watch.phase_text()
-                phase = run.phase if run.state not in TERMINAL else None
-                progress.update(
-                    phase_bar,
-                    description=f"  {escape(label) or run.state.value}",
-                    completed=phase.done if phase and phase.total else 0,
-                    total=phase.total if phase and phase.total else None,
-                    count=escape(detail),
-                    info=escape(phase.note or "") if phase else "",
-                    visible=phase is not None,
-                )
-                if run.state in TERMINAL:
-                    break
-                time.sleep(2)
-    except KeyboardInterrupt:
-        out.print(f"detached; the run goes on. `halo runs status {run.run_id}` or `halo runs stop {run.run_id}`")
-        raise typer.Exit(0) from None
-    return run
+    with Progress(*columns, console=out) as progress:
+        bar = progress.add_task(run.run_id, total=run.episodes_total or None, count="", info="")
+        phase_bar = progress.add_task("  starting", total=None, count="", info="")
+        while True:
+            run = _poll(client, run.run_id)
+            for line in watch.observe(run, time.monotonic()):
+                progress.console.print(f"[yellow]{escape(line)}[/yellow]", highlight=False)
+            eta = watch.run_eta()
+            count = f"{run.episodes_done}/{run.episodes_total} episodes, ETA {duration(eta)}"
+            progress.update(
+                bar,
+                completed=run.episodes_done,
+                total=run.episodes_total or None,
+                count=count,
+                info=f"v{run.policy_version} upd {run.updates} {scores(run)}",
+            )
+            label, detail = watch.phase_text()
+            phase = run.phase if run.state not in TERMINAL else None
+            progress.update(
+                phase_bar,
+                description=f"  {escape(label) or run.state.value}",
+                completed=phase.done if phase and phase.total else 0,
+                total=phase.total if phase and phase.total else None,
+                count=escape(detail),
+                info=escape(phase.note or "") if phase else "",
+                visible=phase is not None,
+            )
+            if run.state in TERMINAL:
+                return run
+            time.sleep(2)
 
 
 def runs_list() -> None:
     """List runs."""
     with _client(TrainerSettings()) as client:
         rows = _api(client.get, "/runs").json()
-    table = Table("run", "state", "episodes", "updates", "version", "now")
+    print_runs(rows)
+
+
+def print_runs(rows: list[dict]) -> None:
+    """One row a run, its id whole whatever the terminal's width (it is what `halo runs status` takes):
+    only the last column, what a running run is doing, wraps (a table would cut the id to "…")."""
+    headers = ["run", "state", "episodes", "updates", "version", "now"]
+    cells = []
     for r in rows:
         phase = RunPhase.model_validate(r["phase"]) if r.get("phase") and r["state"] == "running" else None
-        table.add_row(
-            r["run_id"],
-            r["state"],
-            f"{r['episodes_done']}/{r['episodes_total']}",
-            str(r["updates"]),
-            str(r["policy_version"]),
-            escape(phase_line(phase)) if phase else "",
+        cells.append(
+            [
+                r["run_id"],
+                r["state"],
+                f"{r['episodes_done']}/{r['episodes_total']}",
+                str(r["updates"]),
+                str(r["policy_version"]),
+                phase_line(phase) if phase else "",
+            ]
         )
-    console.print(table)
+    widths = [max(len(row[i]) for row in [headers, *cells]) for i in range(len(headers) - 1)]
+    indent = sum(widths) + 2 * len(widths)
+    room = max(NOW_MIN, console.width - indent)
+    for row in [headers, *cells]:
+        fixed = "".join(f"{cell:<{w}}  " for cell, w in zip(row, widths, strict=False))
+        now = textwrap.wrap(row[-1], room) or [""]
+        lines = [fixed + now[0], *(" " * indent + more for more in now[1:])]
+        for line in lines:
+            console.print(line.rstrip(), markup=False, highlight=False)
 
 
 def runs_status(run_id: str) -> None:

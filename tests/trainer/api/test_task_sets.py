@@ -117,6 +117,19 @@ async def test_unknown_named_task_is_a_422(env: EnvServer) -> None:
     assert err.value.status == 422 and "local.omnizon-999" in str(err.value)
 
 
+async def test_a_domain_without_tasks_is_a_422_naming_every_domain_there_is(env: EnvServer) -> None:
+    """`make train DOMAIN=nonexistent`: the answer lists the domains the env's task registry has."""
+    from halo_sites.tasks import load_tasks
+
+    registry = sorted({t.domain for t in load_tasks()} | {t.domain for t in load_real_tasks()})
+    assert len(registry) == 12 and "playground" in registry and "omnizon" in registry
+    async with EnvClient(env.url) as client:
+        with pytest.raises(TaskSetError) as err:
+            await choose_tasks(client, RunSpec(domain="nonexistent"))
+    assert err.value.status == 422
+    assert str(err.value) == f"no tasks for domain 'nonexistent'; the domains are {', '.join(registry)}"
+
+
 async def test_no_reachable_task_is_a_503_naming_the_origins(tmp_path: Path, closed_url: str) -> None:
     with _env(tmp_path, closed_url, closed_url) as server:
         async with EnvClient(server.url) as client:

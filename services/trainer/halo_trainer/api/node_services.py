@@ -19,7 +19,7 @@ from halo.transport import ServiceUnavailable
 
 
 class NodeTaskProbe:
-    """What ``choose_tasks`` asks of an env (``reachability``), asked of a running node's env."""
+    """What ``choose_tasks`` asks of an env (``reachability``, ``domains``), asked of a running node's env."""
 
     def __init__(self, redis: aioredis.Redis, prefix: str, timeout_s: float) -> None:
         self.redis, self.prefix, self.timeout_s = redis, prefix, timeout_s
@@ -30,6 +30,13 @@ class NodeTaskProbe:
                 return await env.reachability(domain, timeout_s)
 
         return await on_any_node(self.redis, self.prefix, "env", probe)
+
+    async def domains(self) -> list[str]:
+        async def ask(url: str) -> list[str]:
+            async with EnvClient(url, timeout_s=self.timeout_s, max_retries=0) as env:
+                return await env.domains()
+
+        return await on_any_node(self.redis, self.prefix, "env", ask)
 
 
 def node_ready_check(redis: aioredis.Redis, prefix: str, service: str, client: httpx.AsyncClient):

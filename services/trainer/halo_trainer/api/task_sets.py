@@ -34,6 +34,8 @@ class TaskProbe(Protocol):
 
     async def reachability(self, domain: str, timeout_s: float = ...) -> list[TaskReachability]: ...
 
+    async def domains(self) -> list[str]: ...
+
 
 class TaskSetError(Exception):
     """The run cannot be created with this task set; ``status`` is the HTTP answer (4xx or 503)."""
@@ -57,7 +59,7 @@ async def choose_tasks(env: TaskProbe, spec: RunSpec, timeout_s: float = PROBE_T
     except CallError as exc:
         raise TaskSetError(503, f"cannot list and probe {spec.domain} tasks on the env service: {exc}") from exc
     if not probed:
-        raise TaskSetError(422, f"no tasks for domain {spec.domain!r}")
+        raise TaskSetError(422, f"no tasks for domain {spec.domain!r}{await _domains_there_are(env)}")
     by_id = {r.task_id: r for r in probed}
     if spec.tasks:
         unknown = sorted(set(spec.tasks) - set(by_id))
@@ -88,6 +90,16 @@ async def choose_tasks(env: TaskProbe, spec: RunSpec, timeout_s: float = PROBE_T
         )
         logger.warning("run on %s: %s", spec.domain, note)
     return TaskSet(kept, left_out, note)
+
+
+async def _domains_there_are(env: TaskProbe) -> str:
+    """The domains the env's task registry has, as the end of the no-tasks message, so that a
+    mistyped domain is answered with the right ones; nothing where the env cannot list them."""
+    try:
+        domains = await env.domains()
+    except CallError:
+        return ""
+    return f"; the domains are {', '.join(domains)}" if domains else ""
 
 
 def _count(rows: list[TaskReachability], what: str) -> str:

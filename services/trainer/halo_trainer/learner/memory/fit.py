@@ -158,6 +158,8 @@ class MemoryPlan:
             "headroom_gib": round(self.headroom_gib, 3),
             "vllm_share_gib": round(self.vllm_share_gib, 3),
             "vllm_need_gib": round(self.vllm_need_gib, 3),
+            # What vLLM loads and the Hub's safetensors hold: the model step's download.
+            "bf16_weights_gib": round(self.dims.params() * 2 / GIB, 3),
             "problem": self.problem(),
             "fix": self.fix,
         }
