@@ -6,9 +6,9 @@ policy container cannot start in (the kernel's OOM killer). Under `restart: unle
 restarts the container in a loop; `make up` must end anyway, non-zero, its last line
 `error: policy ...` with the cause, and leave the policy stopped rather than restarting.
 
-The stack runs under a project, env file and ports of its own (29xxx, Redis 26390), so it touches no
-other stack on the machine; it is taken down with its volumes at the end. It builds the service images
-through `make up` (seconds once cached; the base image comes from `make compose-test`). Opt-in, like
+The stack runs under a project, env file and ports of its own (29xxx, Redis 26390; tests/compose/own_stack.py),
+so it touches no other stack on the machine; it is taken down with its volumes at the end. It builds the
+service images through `make up` (seconds once cached; the base image comes from `make compose-test`). Opt-in, like
 test_compose_stack.py: HALO_COMPOSE_TEST=1.
 """
 
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.compose.own_stack import ROOT, down, stack_env
+
 OPT_IN = "HALO_COMPOSE_TEST"
 PROJECT = f"halo-up-failures-{os.getpid()}"
 
@@ -54,31 +55,9 @@ FAILURES = {
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     folder = tmp_path_factory.mktemp("make-up")
-    env_file = folder / "env"
-    env_file.write_text(f"HALO_TRAINER_API_TOKEN={os.urandom(16).hex()}\n")
-    env_file.chmod(0o600)
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "DOCKER_HOST") if k in os.environ}
-    env.update(
-        ENV_FILE=str(env_file),
-        HALO_ENV_FILE=str(env_file),
-        HALO_CPU_PROJECT=PROJECT,
-        HALO_CPU_POLICY_PORT="29000",
-        HALO_CPU_ENV_PORT="29100",
-        HALO_CPU_REWARD_PORT="29200",
-        HALO_CPU_SITES_PORT="29300",
-        HALO_CPU_TRAINER_PORT="29400",
-        HALO_CPU_REDIS_PORT="26390",
-        HALO_EXTRA_CA_CERTS=os.environ.get("HALO_EXTRA_CA_CERTS", ""),
-        FOLDER=str(folder),
-    )
+    env = {**stack_env(folder, PROJECT, 29000), "FOLDER": str(folder)}
     yield env
-    subprocess.run(
-        ["bash", "scripts/compose_cpu.sh", "down", "-v", "--remove-orphans"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
+    down(env)
 
 
 @pytest.mark.parametrize("failure", list(FAILURES))

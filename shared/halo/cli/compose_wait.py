@@ -3,10 +3,11 @@ is ready, one fails, or the time is up; a failure ends with the service's last l
 saying why.
 
 Why not Compose's own wait: a container that crashes at start under `restart: unless-stopped` goes
-`restarting`, `running` (health `starting` again), `restarting`..., never `exited` nor `unhealthy`,
-so Compose v2's `up -d`, which waits for the trainer's `depends_on: service_healthy` itself, waits
-forever, and a loop polling those two states never ends either. This reads what Docker records
-(`RestartCount`, `ExitCode`, `OOMKilled`, the health probes) and counts failed starts instead.
+`restarting`, `running` (health `starting` again), `restarting`..., never `exited`, and `unhealthy`
+only in the moments it waits to restart, so Compose v2's `up -d`, which waits for the trainer's
+`depends_on: service_healthy` itself, can wait forever, and a loop polling for those two states
+never ends. This reads what Docker records (`RestartCount`, exit codes from its `die` events,
+`OOMKilled`, the health probes) and counts failed starts instead.
 
     python3 shared/halo/cli/compose_wait.py [--timeout S] [--max-failed-starts N] -- <compose command> up -d
 
