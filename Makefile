@@ -43,7 +43,7 @@ endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
 .PHONY: setup up down model images gpu-base gpu-images-test cluster-compose-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
-	compose-env compose-running
+	compose-env compose-running doctor
 
 setup:            ## install system packages and the locked Python environment (idempotent)
 	@bash scripts/setup.sh
@@ -91,27 +91,18 @@ model: images     ## download HALO_MODEL into the Compose stack's Hugging Face c
 
 # The GPU pre-flight first (seconds): a layout the cards cannot hold is refused before the 17.5 GB
 # download and before vLLM starts; `up -d` runs it once more as the policy's one-shot dependency.
-up: images        ## the whole Compose stack, waiting for every healthcheck (writes a trainer token and HALO_STACK to .env)
+# Then `up -d` under compose_wait.py (the host's python3, standard library only: no .venv on a GPU box),
+# which reads every container's state while `up` runs: it ends within UP_TIMEOUT_S, and at once when a
+# service fails to start UP_MAX_FAILED_STARTS times (a restart loop Compose itself waits on forever),
+# exits or turns unhealthy, with that service's last log lines and one line saying why (docs/compose.md).
+UP_MAX_FAILED_STARTS ?= 2
+up: images        ## the whole Compose stack, waiting (bounded) for every healthcheck (writes a trainer token and HALO_STACK to .env)
+	@command -v python3 >/dev/null || { echo "error: make up needs python3 on the host (its wait reads the containers' states; sudo apt-get install -y python3)" >&2; exit 1; }
 	$(COMPOSE) run --rm preflight
 	$(COMPOSE) run --rm model
-	$(COMPOSE) up -d
-	@# Not `up --wait`: Compose v1 lacks it, and some v2 releases fail it on a one-shot service.
-	@echo "waiting for every healthcheck (up to $(UP_TIMEOUT_S) s)"; t0=$$(date +%s); \
-	while :; do \
-		ids=$$($(COMPOSE) ps -q) || exit 1; pending=""; \
-		for id in $$ids; do \
-			s=$$(docker inspect -f '{{.Name}} {{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{else}}none{{end}} {{.State.ExitCode}}' $$id) || continue; \
-			case "$$s" in \
-				*" running healthy "* | *" exited none 0") ;; \
-				*" unhealthy "* | *" exited "* | *" dead "*) echo "error: $$s; logs: $(COMPOSE) logs --tail 50" >&2; exit 1 ;; \
-				*) pending="$$pending $${s%% *}" ;; \
-			esac; \
-		done; \
-		[ -n "$$ids" ] && [ -z "$$pending" ] && break; \
-		if (( $$(date +%s) - t0 > $(UP_TIMEOUT_S) )); then echo "error: not healthy after $(UP_TIMEOUT_S) s:$$pending" >&2; exit 1; fi; \
-		sleep 5; \
-	done; \
-	echo "every service healthy after $$(( $$(date +%s) - t0 )) s; make train DOMAIN=... trains in the trainer container"
+	python3 shared/halo/cli/compose_wait.py --timeout $(UP_TIMEOUT_S) --max-failed-starts $(UP_MAX_FAILED_STARTS) -- env $(COMPOSE) up -d
+	@echo "make train DOMAIN=... trains in the trainer container"
+	@$(if $(filter 0,$(DOCTOR)),echo "DOCTOR=0: the self-check skipped (make doctor runs it)",$(MAKE) --no-print-directory doctor STACK=$(COMPOSE_STACK))
 
 # One command stops whatever this checkout runs: the embedded stack (`halo stack down`, every process
 # `halo stack up` started) unless HALO_STACK says Compose, and then the Compose stack. Before, `down`
@@ -122,6 +113,15 @@ ifeq ($(STACK),local)
 	@if [ -x $(HALO) ]; then $(HALO) stack down; else echo "no .venv here: the embedded stack was never started from this checkout"; fi
 else
 	$(COMPOSE) down$(if $(VOLUMES), -v)
+endif
+
+# The first-boot self-check (halo doctor; docs/training.md) where the trainer runs: the embedded stack's on
+# this machine, Compose's inside the trainer container. `make up` ends with it unless DOCTOR=0.
+doctor: $(if $(filter local,$(STACK)),setup,compose-running)  ## self-check of the running stack: model answers, an adapter loads, log-prob parity, one update vs the memory plan
+ifeq ($(STACK),local)
+	$(HALO) doctor $(ARGS)
+else
+	$(COMPOSE) exec -T trainer halo doctor $(ARGS)
 endif
 
 compose-running:  # make train/eval on a Compose stack: its trainer must be running (no host fallback)

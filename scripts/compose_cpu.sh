@@ -37,7 +37,12 @@ mkdir -p var/compose
 resolved="var/compose/cpu.yml"
 # Resolved first, on its own: a file Compose cannot resolve (a missing env file, a bad variable) stops
 # here with Compose's own message, not as a YAML error below.
-config=$(docker-compose -p "$PROJECT" "${env_file[@]}" -f docker-compose.yml -f docker-compose.cpu.yml config) \
+# HALO_CPU_OVERRIDES: more Compose files (colon-separated) merged after those two, e.g. a test's
+# failure at start (tests/compose/test_make_up_failures.py).
+more=()
+IFS=: read -ra overrides <<<"${HALO_CPU_OVERRIDES:-}"
+for f in "${overrides[@]}"; do [ -n "$f" ] && more+=(-f "$f"); done
+config=$(docker-compose -p "$PROJECT" "${env_file[@]}" -f docker-compose.yml -f docker-compose.cpu.yml "${more[@]}" config) \
   || { echo "compose_cpu.sh: docker-compose could not resolve the stack's files (above)" >&2; exit 2; }
 tmp=$(mktemp "$resolved.XXXXXX")  # its own file: two calls at once must not interleave
 "$PY" -c '

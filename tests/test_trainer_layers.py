@@ -26,7 +26,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("checks",),  # run-start checks against the policy server, the memory-plan CLI
     ("rollout", "loop_parts"),  # playing a job; what every run loop is built from
     ("grpo", "mcts"),  # the algorithms
-    ("evaluation", "loops", "worker"),  # the evaluation matrix; the loop table; the job-kind table
+    (
+        "evaluation",
+        "loops",
+        "worker",
+        "doctor",
+    ),  # the evaluation matrix; the loop table; the job-kind table; halo doctor
     ("search_baselines",),  # search arms compared against MCTS on the evaluation's tasks
     ("api",),  # the run API and the run manager
     ("__main__",),

@@ -82,18 +82,20 @@ def random_adapter(
     alpha: float = 16,
     scale: float = 0.5,
     target: str = "language",
+    dtype: str = "float32",
 ) -> Path:
     """Save a LoRA adapter with random A *and* B (PEFT initialises B to zero, a no-op adapter).
 
     A stand-in for a trained policy version: it changes the model's outputs by a seeded amount,
-    which is what the hot-loading tests and the benchmark need.
+    which is what the hot-loading tests, the benchmark and ``halo doctor`` need. ``dtype``: the
+    model's, loaded on the CPU to find the adapter's shapes (bfloat16 halves an 8B's host memory).
     """
     import torch
     from peft import get_peft_model
 
     from halo_model.loading import load_model
 
-    model = get_peft_model(load_model(model_path), lora_config(rank, alpha, target=target))
+    model = get_peft_model(load_model(model_path, dtype=dtype), lora_config(rank, alpha, target=target))
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in model.named_parameters():

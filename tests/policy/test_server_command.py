@@ -100,3 +100,12 @@ def test_tower_lora_is_off_unless_asked(monkeypatch) -> None:
     assert PolicySettings(_env_file=None).tower_lora is None
     monkeypatch.setenv("HALO_POLICY_TOWER_LORA", "true")
     assert flag in build_command(PolicySettings(_env_file=None), "model")
+
+
+def test_a_model_path_that_is_not_a_folder_is_named_before_vllm_starts(tmp_path) -> None:
+    from halo_policy.server import missing_model_folder
+
+    assert missing_model_folder(PolicySettings(model=str(tmp_path), _env_file=None)) == ""
+    assert missing_model_folder(PolicySettings(model="Qwen/Qwen3-VL-8B-Instruct", _env_file=None)) == ""
+    said = missing_model_folder(PolicySettings(model=str(tmp_path / "nope"), _env_file=None))
+    assert said.startswith(f"HALO_POLICY_MODEL={tmp_path / 'nope'} is not a folder here")

@@ -17,16 +17,30 @@ from tests.policy.test_client_errors import PNG_1x1
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 
-def test_a_model_that_is_not_there_fails_with_a_message(tmp_path: Path) -> None:
+def test_a_model_folder_that_is_not_there_fails_before_vllm_starts(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     proc, _ = start_policy_server(tmp_path / "no-such-model", log)
+    try:
+        code = proc.wait(timeout=120)
+    finally:
+        stop_policy_server(proc)
+    text = log.read_text(errors="replace")
+    assert code == 2
+    assert f"policy server failed to start: HALO_POLICY_MODEL={tmp_path / 'no-such-model'} is not a folder" in text
+    assert "starting vLLM" not in text and "Traceback" not in text
+
+
+def test_a_flag_vllm_refuses_fails_with_vllms_own_line(tiny_model_dir: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    proc, _ = start_policy_server(tiny_model_dir, log, HALO_POLICY_EXTRA_ARGS='["--no-such-flag"]')
     try:
         code = proc.wait(timeout=300)
     finally:
         stop_policy_server(proc)
     text = log.read_text(errors="replace")
-    assert code != 0
-    assert "policy server failed to start" in text and "last vLLM output" in text
+    assert code == 1
+    assert "policy server failed to start: vLLM exited with code 2 before becoming healthy" in text
+    assert "last vLLM output" in text and "unrecognized arguments: --no-such-flag" in text
 
 
 async def test_engine_death_is_reported_and_the_launcher_exits_non_zero(tiny_model_dir: Path, tmp_path: Path) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 from halo.cli import stack, stack_processes, stack_state
+from halo.cli.stack_probes import redis_reachable
 from tests.conftest import REDIS_URL, free_port
 from tests.http_stub import QuietHandler, ServedInThread
 
@@ -230,3 +233,83 @@ class _HttpStub(ServedInThread):
                 self.end_headers()
 
         super().__init__(Handler)
+
+
+# -- each checkout's stack on a Redis of its own -------------------------------------------------------
+def _checkout_env(data_dir: Path, reward_port: int) -> dict[str, str]:
+    """A checkout that names no Redis (what `make train` on a fresh clone does)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HALO_REDIS_URL", "HALO_STACK_REDIS_PORT")}
+    return {**env, "HALO_DATA_DIR": str(data_dir), "HALO_REWARD_PORT": str(reward_port)}
+
+
+def _halo(env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run([*HALO, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+@pytest.mark.slow
+def test_two_checkouts_stacks_each_run_their_own_redis(tmp_path):
+    """Two checkouts' stacks, one after the other on one machine with a Redis already running: each
+    starts a redis-server of its own (not the machine's), its services get that one, neither sees
+    the other's keys; after `down` and `up` a checkout is back on its recorded port with its data,
+    and a recorded port another program took meanwhile is replaced by a free one."""
+    checkouts = {name: tmp_path / name for name in ("first", "second")}
+    envs = {name: _checkout_env(root / "var", free_port()) for name, root in checkouts.items()}
+    for root in checkouts.values():
+        root.mkdir()
+    urls = {}
+    try:
+        for name, root in checkouts.items():
+            out = _halo(envs[name], root, "stack", "up", "-s", "reward")
+            assert "the stack's own Redis; starting redis-server on port" in out, out
+            urls[name] = json.loads((root / "var" / "stack" / "stack.json").read_text())["redis_url"]
+            [reward] = _record(root / "var", "reward")
+            assert _environ_of(reward["pid"])["HALO_REDIS_URL"] == urls[name]
+        assert len({*urls.values(), "redis://127.0.0.1:6379/0"}) == 3, urls
+        first = redis.Redis.from_url(urls["first"])
+        first.set("halo:test:whose", "first")
+        assert redis.Redis.from_url(urls["second"]).get("halo:test:whose") is None
+        assert Path(first.config_get("dir")["dir"]) == (checkouts["first"] / "var" / "stack" / "redis").resolve()
+
+        _halo(envs["first"], checkouts["first"], "stack", "down")
+        assert not redis_reachable(urls["first"])
+        assert redis.Redis.from_url(urls["second"]).ping()  # the other checkout's stack is untouched
+        again = _halo(envs["first"], checkouts["first"], "stack", "up", "-s", "reward")
+        assert f"port {urls['first'].rsplit(':', 1)[1].split('/')[0]}" in again
+        assert redis.Redis.from_url(urls["first"]).get("halo:test:whose") == b"first"  # its data survived
+
+        _halo(envs["first"], checkouts["first"], "stack", "down")
+        port = int(urls["first"].rsplit(":", 1)[1].split("/")[0])
+        with socket.socket() as taken:  # another program on the recorded port meanwhile
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the last one's TIME_WAIT
+            taken.bind(("127.0.0.1", port))
+            taken.listen()
+            _halo(envs["first"], checkouts["first"], "stack", "up", "-s", "reward")
+            moved = json.loads((checkouts["first"] / "var" / "stack" / "stack.json").read_text())["redis_url"]
+        assert moved != urls["first"] and redis.Redis.from_url(moved).get("halo:test:whose") == b"first"
+        assert (checkouts["first"] / "var" / "stack" / "redis" / "port").read_text().strip() == moved.split(":")[2][:-2]
+    finally:
+        for name, root in checkouts.items():
+            subprocess.run([*HALO, "stack", "down"], env=envs[name], cwd=root, capture_output=True, timeout=120)
+    for root in checkouts.values():
+        assert not _processes_of(root / "var")
+
+
+def test_cluster_commands_get_the_running_stacks_redis_unless_one_is_named(tmp_path, monkeypatch):
+    from halo.cli.stack_redis import child_env
+    from halo.settings import HaloSettings
+
+    monkeypatch.delenv("HALO_REDIS_URL", raising=False)
+    assert "HALO_REDIS_URL" not in child_env(HaloSettings(data_dir=tmp_path))  # no stack: nothing to pass
+    stack_state.save_state(
+        stack_state.StackState(redis_url="redis://127.0.0.1:4242/0"), HaloSettings(data_dir=tmp_path)
+    )
+    assert child_env(HaloSettings(data_dir=tmp_path))["HALO_REDIS_URL"] == "redis://127.0.0.1:4242/0"
+    named = HaloSettings(data_dir=tmp_path, redis_url="redis://10.0.0.1:6379/0")
+    assert "HALO_REDIS_URL" not in child_env(named)  # the user's choice reaches the child through its own environment

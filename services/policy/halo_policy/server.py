@@ -31,11 +31,13 @@ import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from threading import Thread
 
 from halo.settings.policy import PolicySettings
 from halo_model.resolution import resolve_model
 from halo_policy.capabilities import Advertiser
+from halo_policy.memory_kills import killed_for_memory, oom_kills
 from halo_policy.process_group import terminate_group
 from halo_policy.replica import ReplicaConfigError, Sidecar, sidecar_plan
 
@@ -49,6 +51,18 @@ class PolicyServerError(RuntimeError):
 def served_model(settings: PolicySettings, *, build: bool = True) -> str:
     """The model path or name vLLM serves (``build=False``: only name the tiny model's folder)."""
     return resolve_model(settings.model, settings.target, tiny_seed=settings.tiny_seed, build=build)
+
+
+def missing_model_folder(settings: PolicySettings) -> str:
+    """Why the configured model cannot be served when it names a folder that is not there, else "".
+
+    A path (leading / or .) that does not exist would otherwise reach vLLM, which spends its import
+    (tens of seconds, once per container restart) before failing on it as a Hugging Face name.
+    """
+    model = settings.model or ""
+    if model.startswith(("/", ".")) and not os.path.isdir(model):
+        return f"HALO_POLICY_MODEL={model} is not a folder here (a path must exist; a Hugging Face name has no leading / or .)"
+    return ""
 
 
 def build_command(settings: PolicySettings, model: str) -> list[str]:
@@ -96,6 +110,8 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
         # run's temperature compares like with like.
         "--logprobs-mode",
         "processed_logprobs",
+        "--shutdown-timeout",
+        str(settings.shutdown_timeout_s),
     ]
     if kwargs := settings.processor_kwargs():
         cmd += ["--mm-processor-kwargs", json.dumps(kwargs)]
@@ -138,14 +154,18 @@ def _warmup_png() -> bytes:
     return buf.getvalue()
 
 
-async def _wait_healthy(settings: PolicySettings, proc: subprocess.Popen, deadline: float) -> None:
+async def _wait_healthy(
+    settings: PolicySettings, proc: subprocess.Popen, deadline: float, kills_before: int | None = None
+) -> None:
     from halo.policy_client import PolicyClient
     from halo.transport import CallError
 
     async with PolicyClient.from_settings(settings, max_retries=0) as client:
         while True:
             if proc.poll() is not None:
-                raise PolicyServerError(f"vLLM exited with code {proc.returncode} before becoming healthy")
+                raise PolicyServerError(
+                    f"vLLM exited with code {proc.returncode} before becoming healthy{killed_for_memory(kills_before)}"
+                )
             try:
                 await client.health()
                 break
@@ -171,6 +191,9 @@ def _pump(stream: io.BufferedReader, tail: deque[str]) -> None:
 def serve(settings: PolicySettings | None = None) -> int:
     """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
     settings = settings or PolicySettings()
+    if missing := missing_model_folder(settings):
+        logger.error("policy server failed to start: %s", missing)
+        return 2
     try:
         model = served_model(settings)
     except Exception as exc:
@@ -184,6 +207,7 @@ def serve(settings: PolicySettings | None = None) -> int:
     sidecar = Sidecar(plan) if plan else None
     cmd = build_command(settings, model)
     logger.info("starting vLLM (%s target): %s", settings.target, " ".join(cmd))
+    kills_before = oom_kills()
     proc = subprocess.Popen(
         cmd, env=build_env(settings), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
@@ -198,13 +222,15 @@ def serve(settings: PolicySettings | None = None) -> int:
         logger.info("signal %d: stopping vLLM", signum)
         if sidecar is not None:  # out of the registry before the replica stops answering
             sidecar.signal_stop()
+        # The API server alone: it stops its engine within --shutdown-timeout. A signal to the whole
+        # group reached the engine first, and the server logged EngineDeadError and leaked semaphores.
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.kill(proc.pid, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s))
+        asyncio.run(_wait_healthy(settings, proc, time.monotonic() + settings.startup_timeout_s, kills_before))
     except Exception as exc:
         terminate_group(proc)
         pump.join(timeout=5)
@@ -222,7 +248,9 @@ def serve(settings: PolicySettings | None = None) -> int:
     )
     if sidecar is not None and not stopping:
         sidecar.start()
-    code = _wait(proc, sidecar)
+    code = _wait(proc, sidecar, lambda: bool(stopping), settings.shutdown_timeout_s + 10.0)
+    with contextlib.suppress(ProcessLookupError):  # whatever of vLLM's group outlived its server
+        os.killpg(proc.pid, signal.SIGKILL)
     if sidecar is not None:
         sidecar.stop()
     advertiser.stop()
@@ -231,15 +259,28 @@ def serve(settings: PolicySettings | None = None) -> int:
         return 0
     # Not asked to stop: vLLM's API server shuts down (often with code 0) when its engine dies.
     last = "\n".join(list(tail)[-15:])
-    logger.error("vLLM exited with code %s without being asked to stop\n--- last vLLM output ---\n%s", code, last)
+    logger.error(
+        "vLLM exited with code %s without being asked to stop%s\n--- last vLLM output ---\n%s",
+        code,
+        killed_for_memory(kills_before),
+        last,
+    )
     return code if code and code > 0 else 1
 
 
-def _wait(proc: subprocess.Popen, sidecar: Sidecar | None) -> int:
-    """vLLM's exit code, keeping the sidecar (if any) alive meanwhile."""
+def _wait(proc: subprocess.Popen, sidecar: Sidecar | None, stopping: Callable[[], bool], grace_s: float) -> int:
+    """vLLM's exit code, keeping the sidecar (if any) alive meanwhile; once ``stopping``, vLLM's
+    group is killed when its server has not exited within ``grace_s``."""
+    asked: float | None = None
     while True:
         try:
             return proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             if sidecar is not None:
                 sidecar.check()
+            if stopping():
+                asked = asked or time.monotonic()
+                if time.monotonic() - asked > grace_s:
+                    logger.warning("vLLM did not stop within %.0f s: killing its processes", grace_s)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)

@@ -11,7 +11,10 @@ from halo.cli.children import exit_code, run_child
 
 
 def _run(command: str, ctx: typer.Context) -> None:
-    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_cluster", command, *ctx.args])))
+    from halo.cli.stack_redis import child_env
+
+    argv = [sys.executable, "-m", "halo_cluster", command, *ctx.args]
+    raise typer.Exit(exit_code(run_child(argv, env=child_env())))
 
 
 def up(ctx: typer.Context) -> None:

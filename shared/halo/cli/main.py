@@ -61,6 +61,7 @@ modes_app.command("promote")(mode_commands.modes_promote)
 app.command("eval", context_settings=PASSTHROUGH)(trainer_tool_commands.evaluate)
 app.command("view", context_settings=PASSTHROUGH)(trainer_tool_commands.view)
 app.command("memory-plan", context_settings=PASSTHROUGH)(trainer_tool_commands.memory_plan)
+app.command("doctor", context_settings=PASSTHROUGH)(trainer_tool_commands.doctor)
 app.command()(trainer_tool_commands.smoke)
 
 # -- the cluster layer (python -m halo_cluster) ------------------------------------------------------

@@ -1,6 +1,6 @@
 """The embedded local stack: every service as a plain local process, the same programs Compose runs.
 
-``halo stack up`` starts Redis (only when ``HALO_REDIS_URL`` is not reachable), the clone server,
+``halo stack up`` starts its own Redis (``stack_redis``: unless ``HALO_REDIS_URL`` names one), the clone server,
 the environment, reward and policy (vLLM on the CPU) services and the trainer, each in its own
 process group, waits until each answers its readiness check, and records what it started in
 ``<data_dir>/stack/stack.json`` so ``down`` stops exactly that.
@@ -15,13 +15,13 @@ the kernel has since given to another program is never signalled. Logs in
 
 This module is the lifecycle (``up``, ``down``, ``status``); its parts live beside it:
 ``stack_processes`` (process identity, spawning, stopping process groups), ``stack_probes``
-(liveness, readiness, ports, Redis) and ``stack_state`` (the state file and its lock).
+(liveness, readiness, ports, Redis), ``stack_redis`` (which Redis, and starting the stack's own) and
+``stack_state`` (the state file and its lock).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -30,7 +30,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from halo.cli.stack_probes import is_ready, probe, redis_reachable
-from halo.cli.stack_processes import ProcessRecord, parent_of, pid_alive, same_process, spawn, stop_group
+from halo.cli.stack_processes import ProcessRecord, parent_of, same_process, spawn, stop_group
+from halo.cli.stack_redis import ensure_redis, planned_url
 from halo.cli.stack_state import StackState, load_state, locked, save_state, state_path
 from halo.local_token import ensure_token
 from halo.settings import HaloSettings
@@ -50,6 +51,7 @@ class ServiceSpec:
     start_timeout_s: float = 120.0
     # HALO services name themselves in /health's body; vLLM's /health has an empty body.
     names_itself: bool = True
+    stop_timeout_s: float = 0.0  # at `down`, SIGKILL after this long at least (down's own timeout otherwise)
 
 
 def _url(host: str, port: int) -> str:
@@ -66,39 +68,23 @@ def service_specs(services: list[str] | None = None) -> list[ServiceSpec]:
         ServiceSpec("reward", "halo_reward", _url(reward.host, reward.port)),
         # vLLM: /health is its readiness (503 while the engine is dead); first start builds the
         # tiny model and compiles, so it gets a long timeout.
-        ServiceSpec("policy", "halo_policy", _url(policy.host, policy.port), "/health", 600.0, names_itself=False),
+        # vLLM stops its engine within its shutdown timeout, and halo_policy kills what is left
+        # 10 s later: killed sooner, its engine processes would outlive it.
+        ServiceSpec(
+            "policy",
+            "halo_policy",
+            _url(policy.host, policy.port),
+            "/health",
+            600.0,
+            names_itself=False,
+            stop_timeout_s=policy.shutdown_timeout_s + 15.0,
+        ),
         ServiceSpec("trainer", "halo_trainer", _url(trainer.host, trainer.port)),
     ]
     return [s for s in specs if services is None or s.name in services]
 
 
 # -- up ------------------------------------------------------------------------------------------------
-def ensure_redis(
-    settings: HaloSettings, state: StackState, logs: Path, say: Callable[[str], None]
-) -> tuple[str, ProcessRecord | None]:
-    """Use ``HALO_REDIS_URL`` when it answers, else a local redis-server for the stack."""
-    if redis_reachable(settings.redis_url):
-        return settings.redis_url, None
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError(f"Redis is not reachable at {settings.redis_url} and redis-server is not installed")
-    port = settings.stack_redis_port
-    url = f"redis://127.0.0.1:{port}/0"
-    if redis_reachable(url):
-        return url, None
-    if state.live("redis"):
-        raise RuntimeError(f"the stack's redis-server (pid {state.live('redis')[0].pid}) does not answer on {url}")
-    say(f"Redis not reachable at {settings.redis_url}; starting redis-server on port {port}")
-    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    record = spawn("redis", argv, logs / "redis.log", None, url)
-    deadline = time.monotonic() + 15
-    while not redis_reachable(url):
-        if not pid_alive(record.pid) or time.monotonic() > deadline:
-            raise RuntimeError(f"redis-server did not start; see {logs / 'redis.log'}")
-        time.sleep(0.1)
-    return url, record
-
-
 def up(services: list[str] | None = None, say: Callable[[str], None] = print) -> StackState:
     """Start what is not running yet (never a second instance) and wait until every service is ready."""
     settings = HaloSettings()
@@ -238,13 +224,14 @@ def down(say: Callable[[str], None] = print, timeout_s: float = 20.0) -> None:
             say("no local stack recorded")
             return
         # Reverse start order: the trainer before what it calls, Redis last.
+        waits = {spec.name: max(timeout_s, spec.stop_timeout_s) for spec in service_specs()}
         for record in reversed(state.processes):
             if not same_process(record):
                 say(
                     f"  {record.service:<8} pid {record.pid} gone (exited, or the pid is another program's now): left alone"
                 )
                 continue
-            stop_group(record.pid, timeout_s)
+            stop_group(record.pid, waits.get(record.service, timeout_s))
             say(f"  {record.service:<8} stopped (pid {record.pid})")
         state_path(settings).unlink(missing_ok=True)
 
@@ -254,7 +241,7 @@ def status() -> list[dict]:
     """Liveness and readiness of each service (and Redis), whoever started them."""
     settings = HaloSettings()
     state = load_state(settings)
-    redis_url = state.redis_url if state else settings.redis_url
+    redis_url = state.redis_url if state else planned_url(settings)
     rows = [{"service": "redis", "url": redis_url, "alive": redis_reachable(redis_url), "ready": None}]
     for spec in service_specs():
         alive = probe(spec).alive

@@ -1,5 +1,5 @@
-"""`halo eval`, `halo view`, `halo memory-plan` and `halo smoke`: the trainer's own entry points
-(evaluation, the run viewer, the memory plan, the smoke test), each run as ``python -m``, a child that
+"""`halo eval`, `halo view`, `halo memory-plan`, `halo doctor` and `halo smoke`: the trainer's own entry
+points (evaluation, the run viewer, the memory plan, the first-boot self-check, the smoke test), each run as ``python -m``, a child that
 stops when the command is stopped (SIGTERM, Ctrl-C: ``halo.cli.children``)."""
 
 from __future__ import annotations
@@ -36,6 +36,16 @@ def memory_plan(ctx: typer.Context) -> None:
     a100-40gb`, `--two-cards`, `--help`), as the trainer checks it when a run starts; exit 1 when it does not fit.
     """
     raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.checks.memory_plan_cli", *ctx.args])))
+
+
+def doctor(ctx: typer.Context) -> None:
+    """First-boot self-check of the running stack (`halo doctor --help`; docs/training.md): the served model
+    answers a screenshot, one adapter loads, the learner's log-probs match vLLM's, one update fits its
+    memory plan. A table, a JSON report under the data folder, exit 1 on any failure.
+
+    Runs where the trainer runs: on Compose inside the trainer container (`make doctor` does it).
+    """
+    raise typer.Exit(exit_code(run_child([sys.executable, "-m", "halo_trainer.doctor", *ctx.args])))
 
 
 def smoke(max_steps: int = typer.Option(2, help="Steps of each backend's episode")) -> None:

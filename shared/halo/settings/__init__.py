@@ -40,10 +40,11 @@ class HaloSettings(BaseSettings):
         description="Root of run folders, screenshots and adapters",
     )
     log_level: str = Field("INFO", validation_alias=_shared("log_level"), description="Python logging level")
-    stack_redis_port: int = Field(
-        6390,
+    stack_redis_port: int | None = Field(
+        None,
         validation_alias=_shared("stack_redis_port"),
-        description="Port of the redis-server `halo stack up` starts when none is reachable",
+        description="Port of the stack's own redis-server (default: one found free at the first "
+        "`halo stack up`, recorded in <data_dir>/stack/redis/port)",
     )
 
     @property

@@ -74,6 +74,13 @@ class PolicySettings(HaloSettings):
     tiny_seed: int = Field(0, description="Seed of the tiny random-weight model built for the cpu target")
     extra_args: tuple[str, ...] = Field((), description="Extra vLLM command-line arguments, appended verbatim")
     startup_timeout_s: float = Field(600.0, gt=0, description="How long `python -m halo_policy` waits for /health, s")
+    shutdown_timeout_s: int = Field(
+        30,
+        ge=0,
+        description="vLLM's --shutdown-timeout: at a stop its engine finishes in-flight requests and exits within "
+        "this long, s (0: vLLM kills the engine at once, logging EngineDeadError and leaked semaphores; its CPU "
+        "worker takes 10 s to over 15 s to be stopped on a loaded machine)",
+    )
     warmup: bool = Field(True, description="Send one request at start: the first one is far slower than the rest")
     weight_reload: bool | None = Field(
         None,

@@ -222,6 +222,37 @@ async def test_a_restarted_trainer_resumes_interrupted_runs_and_settles_the_othe
     assert (await registry.get("r-good")).state is RunState.RUNNING == running.state
 
 
+async def test_a_trainer_leaves_another_checkouts_runs_alone(api: Api, tmp_path):
+    """Two checkouts' trainers on one Redis: an interrupted run of the other one (its folder in the
+    other data folder, a valid config there) is not resumed nor touched, and a record written by a
+    newer trainer (a field this schema does not know) does not stop this one's start."""
+    other_dir = tmp_path / "other-checkout" / "var" / "runs" / "theirs-1"
+    other_dir.mkdir(parents=True)
+    spec = RunSpec(domain="playground", episodes=1000, eval_every=0)
+    cfg = resolve(
+        spec,
+        "theirs-1",
+        ["local.playground-1"],
+        load_defaults(api.settings.rl_config),
+        profile_for(api.settings.target),
+    )
+    (other_dir / "config.json").write_text(json.dumps({"run": cfg.model_dump(mode="json")}))
+    theirs = RunStatus(
+        run_id="theirs-1", state=RunState.RUNNING, spec=spec, created_at=1.0, updated_at=1.0, run_dir=str(other_dir)
+    )
+    await api.manager.registry.save(theirs)
+    newer = json.loads(theirs.model_copy(update={"run_id": "theirs-newer"}).model_dump_json()) | {"a_newer_field": 1}
+    await api.redis.hset(keys.RUNS, "theirs-newer", json.dumps(newer))
+
+    await api.manager.resume_interrupted()
+    assert api.manager.busy() is None
+    assert [s.run_id for s in await api.manager.registry.all()] == ["theirs-1"]
+    left = await api.manager.registry.get("theirs-1")
+    assert (left.state, left.error, left.updated_at) == (RunState.RUNNING, None, theirs.updated_at)
+    listed = await api.client.get("/runs")
+    assert listed.status_code == 200 and [r["run_id"] for r in listed.json()] == ["theirs-1"]
+
+
 async def _played(job):
     return episode(job)
 

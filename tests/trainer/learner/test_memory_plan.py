@@ -17,6 +17,7 @@ from halo.settings.trainer import TrainerSettings
 from halo_trainer.api.runs import MemoryPlanRefused, RunManager
 from halo_trainer.checks import memory_plan_cli
 from halo_trainer.config import load_defaults, profile_for, resolve
+from halo_trainer.learner.for_run import LearnerParts
 from halo_trainer.learner.memory import fit as memory_fit
 from halo_trainer.learner.memory import plan as mp
 from halo_trainer.learner.memory.dims import GIB, QWEN3_VL_8B, ModelDims, image_patches
@@ -249,7 +250,7 @@ def start_check(monkeypatch, settings: TrainerSettings, total: float, utilizatio
     defaults = load_defaults(ROOT / "configs" / "rl_config.yaml")
     cfg = resolve(RunSpec(domain="omnizon"), "r", ["t"], defaults, profile_for(settings.target))
     learner = cfg.learner_config(settings.resolved_learner())
-    RunManager.check_memory(SimpleNamespace(settings=settings), cfg, learner, "any", None)
+    RunManager.check_memory(SimpleNamespace(settings=settings), cfg, LearnerParts("any", None, learner))
     return queried
 
 

@@ -7,15 +7,18 @@ copied elsewhere).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
 import redis.asyncio as aioredis
+from pydantic import ValidationError
 
 from halo.schemas import RunEvent, RunStatus
 from halo_trainer import keys
 
 EVENTS_KEPT = 500
+logger = logging.getLogger("halo.trainer.runs")
 
 
 class RunRegistry:
@@ -50,8 +53,17 @@ class RunRegistry:
         return RunStatus.model_validate_json(raw) if raw else None
 
     async def all(self) -> list[RunStatus]:
-        raw = await self.redis.hgetall(keys.RUNS)
-        runs = [RunStatus.model_validate_json(v) for v in raw.values()]
+        runs = []
+        for run_id, value in (await self.redis.hgetall(keys.RUNS)).items():
+            try:
+                runs.append(RunStatus.model_validate_json(value))
+            except ValidationError as exc:
+                # A record this trainer's schema cannot read (a newer trainer's, on a shared Redis):
+                # listed by the trainer that wrote it, never a reason for this one not to start.
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                name = run_id.decode() if isinstance(run_id, bytes) else run_id
+                logger.warning("run %s: its status record is not readable here (%s: %s)", name, where, first["msg"])
         return sorted(runs, key=lambda r: r.created_at, reverse=True)
 
     async def events(self, run_id: str, start: int) -> list[str]:

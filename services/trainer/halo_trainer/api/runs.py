@@ -29,13 +29,13 @@ from halo.screenshots import ScreenshotStore
 from halo.settings import resolved
 from halo.settings.trainer import TrainerSettings
 from halo.transport import CallError
-from halo_model.resolution import resolve_model
 from halo_trainer import keys
 from halo_trainer.api.capabilities import learner_refusals, refusals, replica_refusals, served_capabilities
 from halo_trainer.api.registry import RunRegistry
 from halo_trainer.api.task_sets import TaskProbe, TaskSet, TaskSetError, choose_tasks
 from halo_trainer.checks.prompt_check import PromptCheckFailed
 from halo_trainer.config import DefaultsError, RunConfig, checked_defaults, profile_for, resolve, saved_run
+from halo_trainer.learner.for_run import learner_model as learner_model  # the tests' and tools' import
 from halo_trainer.mcts.search import check_critic
 from halo_trainer.observe.trackers import Trackers
 from halo_trainer.observe.trackers import missing as missing_trackers
@@ -60,12 +60,6 @@ class RunRefused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-def learner_model(settings: TrainerSettings, *, build: bool) -> str:
-    """The model the learner loads: the trainer's own setting, else its target's default (the tiny
-    Qwen3-VL on the cpu target, found or built exactly as the policy service finds or builds it)."""
-    return resolve_model(settings.model, settings.target, build=build)
 
 
 def same_model(a: str, b: str) -> bool:
@@ -175,6 +169,18 @@ class RunManager:
     async def resume_interrupted(self) -> None:
         for status in await self.registry.all():
             if status.state in (RunState.RUNNING, RunState.PENDING, RunState.STOPPING) and not self.busy():
+                if status.run_dir and not Path(status.run_dir).resolve().is_relative_to(
+                    self.settings.runs_dir.resolve()
+                ):
+                    # Another checkout's trainer on the same Redis made it: its folder, code and
+                    # adapters are that checkout's, and its own trainer resumes it.
+                    logger.warning(
+                        "run %s is not this trainer's (its folder %s is outside %s): left alone",
+                        status.run_id,
+                        status.run_dir,
+                        self.settings.runs_dir,
+                    )
+                    continue
                 if await self.redis.sismember(keys.STOPPED_RUNS, status.run_id):
                     status.state = RunState.STOPPED  # asked to stop before the trainer went down
                     await self.registry.save(status)
@@ -216,36 +222,28 @@ class RunManager:
         self.active[cfg.run_id] = (task, stop)
 
     def _learner_parts(self, cfg: RunConfig):
-        from halo_model.loading import load_processor
         from halo_trainer.learner import ranks
+        from halo_trainer.learner.for_run import learner_parts
 
-        model_path = learner_model(self.settings, build=True)
-        # The image budget must be the policy server's: check_served_prompt compares the two.
-        processor = load_processor(model_path, **self.settings.processor_kwargs())
-        learner_cfg = cfg.learner_config(self.settings.resolved_learner())
-        self.check_memory(cfg, learner_cfg, model_path, processor)
+        parts = learner_parts(self.settings, cfg)
+        self.check_memory(cfg, parts)
         device, dtype = self.settings.resolved_device(), self.settings.resolved_dtype()
         # At the run's temperature (learner_cfg.temperature); under torchrun every rank builds its own.
-        learner = ranks.lead(model_path, learner_cfg, device=device, dtype=dtype, seed=cfg.seed)
-        return learner, processor
+        learner = ranks.lead(parts.model_path, parts.config, device=device, dtype=dtype, seed=cfg.seed)
+        return learner, parts.processor
 
-    def check_memory(self, cfg: RunConfig, learner_cfg, model_path: str, processor) -> None:
+    def check_memory(self, cfg: RunConfig, parts) -> None:
         """The run's memory plan, before the model is loaded: on the gpu target a plan that does not
         fit the learner's card (beside vLLM's share unless HALO_TRAINER_POLICY_SHARES_CARD=false)
         refuses the run with the setting to change (``MemoryPlanRefused``); on the cpu target it is
         only logged (the host's RAM is not checked: the tiny model needs a few hundred MB)."""
         from halo_trainer.learner import ranks
-        from halo_trainer.learner.memory import plan as memory_plan
+        from halo_trainer.learner.for_run import memory_plan
 
-        dtype, gpus = self.settings.resolved_dtype(), ranks.world_size()  # sharded over the ranks under torchrun
-        work = memory_plan.workload_for(cfg, learner_cfg, dtype, processor, learner_gpus=gpus)
-        dims = memory_plan.ModelDims.from_pretrained(model_path)
+        result = memory_plan(self.settings, cfg, parts, learner_gpus=ranks.world_size())  # sharded under torchrun
         if self.settings.target != "gpu":
-            items = memory_plan.plan(dims, work, memory_plan.Card(total_gib=float("inf"), policy_shares_card=False))
-            logger.info("run %s: learner memory %.2f GiB (cpu target, not checked)", cfg.run_id, items.peak_gib)
+            logger.info("run %s: learner memory %.2f GiB (cpu target, not checked)", cfg.run_id, result.peak_gib)
             return
-        card = memory_plan.card_from_device(self.settings.resolved_device(), self.settings.policy_shares_card)
-        result = memory_plan.plan(dims, work, card)
         logger.info("run %s %s", cfg.run_id, result.table())
         if not result.fits and self.settings.memory_check:
             raise MemoryPlanRefused(f"{result.verdict()} (`halo memory-plan` prints the whole plan)")

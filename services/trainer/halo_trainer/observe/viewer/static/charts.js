@@ -93,6 +93,42 @@ function yRange(u, min, max) {
   return uPlot.rangeNum(min, max, 0.1, true);
 }
 
+// Tick labels that tell the ticks apart: the fewest decimals (or significant digits, for values
+// below 1e-4) at which no two labels are the same, and never "-0" (a Loss axis read "-0, -0, -0.001").
+function tickLabels(splits) {
+  const finite = splits.filter((v) => Number.isFinite(v));
+  const tiny = finite.length > 0 && Math.max(...finite.map(Math.abs)) < 1e-4 && finite.some((v) => v !== 0);
+  const label = (v, d) => {
+    if (!Number.isFinite(v)) return "";
+    const text = tiny ? (v === 0 ? "0" : v.toExponential(d)) : v.toFixed(d);
+    return /^-0(\.0*)?(e[+-]?\d+)?$/.test(text) ? text.slice(1) : text;
+  };
+  for (let d = 0; d <= 12; d += 1) {
+    const labels = splits.map((v) => label(v, d));
+    if (new Set(labels).size === labels.length) return labels;
+  }
+  return splits.map((v) => label(v, 12));
+}
+
+// The update axis: whole updates only (no tick at 0.5), in steps of 1, 2, 5, 10, ...
+const UPDATE_INCRS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+// One point (or all at one x) would get no x range: a band around it instead, so its point shows.
+function xRange(xAxis) {
+  return (u, min, max) => {
+    if (min == null || max == null) return [0, 1];
+    if (max - min > 0) return [min, max];
+    const pad = xAxis === "time" ? 60 : 1;
+    return [xAxis === "time" ? min - pad : Math.max(0, min - pad), max + pad];
+  };
+}
+
+// Points of a series with at most one value are drawn large and opaque: there is no line to show it.
+function pointsOf(values, band, faint) {
+  const alone = values.filter((v) => v != null).length < 2;
+  return { show: !band || alone, size: alone ? 7 : faint ? 3 : 5 };
+}
+
 // Width of one chart so that as many as fit share the row (at least one, never wider than the box).
 function chartWidthFor(container, minWidth) {
   const width = Math.max(minWidth, container.clientWidth || minWidth);
@@ -139,14 +175,15 @@ function drawChart(box, lines, present, xAxis, width, weight) {
   const series = [{ label: xAxis === "time" ? "time" : "update" }];
   present.forEach((n, i) => {
     const band = n.startsWith("eval/ci_");
-    const faint = weight > 0 && smoothable(n);
+    const alone = data[i + 1].filter((v) => v != null).length < 2;
+    const faint = weight > 0 && smoothable(n) && !alone;
     series.push({
       label: n,
       stroke: faint ? `${COLOURS[i % COLOURS.length]}55` : COLOURS[i % COLOURS.length],
       width: band || faint ? 1 : 2,
       dash: band ? [4, 4] : undefined,
       spanGaps: true,
-      points: { show: !band, size: faint ? 3 : 5 },
+      points: { ...pointsOf(data[i + 1], band, faint), fill: COLOURS[i % COLOURS.length] },
     });
   });
   // The smoothed lines come after every raw series, so that a raw series keeps its index.
@@ -163,8 +200,11 @@ function drawChart(box, lines, present, xAxis, width, weight) {
     height: CHART_HEIGHT,
     legend: { show: false },
     cursor: { points: { size: 6 } },
-    scales: { x: { time: xAxis === "time" }, y: { range: yRange } },
-    axes: [{ size: 32 }, { size: 52 }],
+    scales: { x: { time: xAxis === "time", range: xRange(xAxis) }, y: { range: yRange } },
+    axes: [
+      xAxis === "time" ? { size: 32 } : { size: 32, incrs: UPDATE_INCRS, values: (u, splits) => splits.map((v) => String(Math.round(v))) },
+      { size: 52, values: (u, splits) => tickLabels(splits) },
+    ],
     series,
     hooks: { setCursor: [(u) => legend.update(u, u.cursor.idx)] },
   };

@@ -69,11 +69,24 @@ function tokenBar(onChange) {
   return box;
 }
 
+// Where the token bar goes on a page with controls: empty until a control needs the token (no
+// prompt and file picker above every run page).
+function tokenSlot() {
+  return el("div", { class: "token-slot" });
+}
+
+function askForToken() {
+  for (const slot of document.querySelectorAll(".token-slot")) slot.replaceChildren(tokenBar());
+}
+
 // POST to the run API; throws an Error whose message is for the user (never a stack trace).
 async function mutate(url, body) {
   const info = await viewerInfo();
   const token = storedToken();
-  if (info.token_required && !token) throw new Refused("This trainer needs its API token: enter it above first.");
+  if (info.token_required && !token) {
+    askForToken();
+    throw new Refused("This trainer needs its API token: enter it above, then try again.");
+  }
   const headers = { "Content-Type": "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
   let response;
@@ -85,8 +98,7 @@ async function mutate(url, body) {
   const answer = await response.json().catch(() => null);
   if (response.status === 401 || response.status === 403) {
     sessionStorage.removeItem(TOKEN_KEY);
-    const bar = document.getElementById("token-bar");
-    if (bar) bar.replaceWith(tokenBar());
+    askForToken();
     throw new Refused(`The trainer refused the token (${response.status}): ${apiMessage(answer, response.status)}. Enter it again above.`);
   }
   if (!response.ok) throw new Refused(`${response.status}: ${apiMessage(answer, response.status)}`);
@@ -187,7 +199,7 @@ async function runControls(runId, run, onChange) {
   return el(
     "div",
     { id: "run-controls" },
-    info.token_required ? tokenBar() : "",
+    tokenSlot(),
     parts.length ? el("div", { class: "controls" }, ...parts) : "",
     message,
   );

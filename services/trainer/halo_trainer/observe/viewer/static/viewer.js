@@ -48,7 +48,7 @@ async function runsPage() {
   document.getElementById("crumbs").textContent = "";
   const [runs, info] = await Promise.all([getJSON("/ui/api/runs"), viewerInfo()]);
   // Starting a run needs the run API, served only beside the trainer's viewer.
-  const controls = info.live ? [info.token_required ? tokenBar() : "", startForm()] : [];
+  const controls = info.live ? [tokenSlot(), startForm()] : [];
   if (!runs.length) return show(...controls, el("p", { class: "muted" }, "No runs yet."));
   const rows = runs.map((r) =>
     el(
@@ -96,6 +96,11 @@ function chartData(lines, names, xAxis) {
   return [x, ...names.map((n) => points.map((l) => (typeof l[n] === "number" ? l[n] : null)))];
 }
 
+// The toggle says which axis shows, and what a click shows instead.
+function xAxisLabel(xAxis) {
+  return xAxis === "update" ? "x axis: update (show wall-clock)" : "x axis: wall-clock (show update)";
+}
+
 let events = null;
 
 async function runPage(runId) {
@@ -112,7 +117,7 @@ async function runPage(runId) {
   const controlsBox = el("div", {});
   let controlsFor = null;
   let lines = [];
-  const toggle = el("button", { id: "x-axis", type: "button" }, "x: by wall-clock");
+  const toggle = el("button", { id: "x-axis", type: "button" }, xAxisLabel(xAxis));
   const redrawCharts = () => drawCharts(charts, lines, xAxis);
   const refresh = async () => {
     const [m, episodes, now, tasks] = await Promise.all([
@@ -140,7 +145,7 @@ async function runPage(runId) {
   };
   toggle.addEventListener("click", async () => {
     xAxis = xAxis === "update" ? "time" : "update";
-    toggle.textContent = xAxis === "update" ? "x: by wall-clock" : "x: by update";
+    toggle.textContent = xAxisLabel(xAxis);
     redrawCharts();
   });
   show(
