@@ -350,9 +350,15 @@ def test_a_later_minor_runs_an_earlier_kernel_of_its_major_only():
     assert not gpu_build.runs_on((7, 0), arches) and not gpu_build.runs_on((11, 0), arches)
 
 
-def test_the_preflight_refuses_a_t4_naming_its_capability(tmp_path: Path):
-    result, _ = _run(tmp_path, "t4-16gb")
-    assert result.returncode == 2 and "compute capability 7.5" in result.stderr and "bfloat16" in result.stderr
+def test_the_preflight_refuses_a_t4_naming_its_capability_and_every_other_reason_at_once(tmp_path: Path):
+    """A T4 on a 550 driver: the driver, the capability and the memory plan each get their line, in one run."""
+    t4, _ = _run(tmp_path, "t4-16gb")
+    assert t4.returncode == 2 and "compute capability 7.5" in t4.stderr and "bfloat16" in t4.stderr
+    old = CAPABILITIES["t4-16gb"].replace("580.65.06", "550.127.05")
+    result, _ = _run(tmp_path, None, smi=(old, 0))
+    refusals = [x for x in result.stderr.splitlines() if "refusing" in x]
+    assert result.returncode == 2 and len(refusals) == 4, result.stderr  # vLLM's share, driver, 2 x bfloat16
+    assert "the NVIDIA driver is 550.127.05" in result.stderr and "vLLM cannot start" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -229,31 +229,34 @@ def _settings() -> Settings:
     )
 
 
-def check_cards_agree(layout: Layout, settings: Settings, trainer_gpus: str) -> None:
+def layout_problems(layout: Layout, settings: Settings, trainer_gpus: str) -> list[str]:
     """The trainer's beliefs against the cards Compose gives: vLLM elsewhere (its memory plan then counts
     the whole card; the two-card file without HALO_TRAINER_GPU=1 puts vLLM's 0.90 share and the learner on
     one card), and one learner rank a card."""
+    problems = []
     if layout.shares_card and not settings.policy_shares_card:
-        raise PreflightError(
+        problems.append(
             f"HALO_TRAINER_POLICY_SHARES_CARD=false (docker-compose.two-gpu.yml) but vLLM and the learner are "
             f"both on card {layout.policy.index}: set HALO_TRAINER_GPU=1 for two cards, or drop "
             "docker-compose.two-gpu.yml for one"
         )
     cards = len(layout.learners)
     if cards != settings.learner_ranks:
-        raise PreflightError(
+        problems.append(
             f"HALO_TRAINER_GPU={trainer_gpus} gives the learner {cards} card(s) but HALO_TRAINER_LEARNER_RANKS="
             f"{settings.learner_ranks} (one rank a card): set HALO_TRAINER_LEARNER_RANKS={cards} in .env, or list "
             f"{settings.learner_ranks} card(s) in HALO_TRAINER_GPU"
         )
+    return problems
 
 
-def _build_checks(layout: Layout, settings: Settings, build: gpu_build.CudaBuild | None) -> tuple[list[str], list[str]]:
+def _build_checks(
+    layout: Layout, settings: Settings, build: gpu_build.CudaBuild | None, lock: Path | None
+) -> tuple[list[str], list[str]]:
     """The driver and the compute capabilities against the images' CUDA build."""
     if build is None:
-        return [
-            f"note: no GPU lock here ({', '.join(map(str, gpu_build.LOCK_PATHS))}): driver and compute capability not checked"
-        ], []
+        where = str(lock) if lock else " or ".join(map(str, gpu_build.LOCK_PATHS))
+        return [f"note: no CUDA build read from {where}: driver and compute capability not checked"], []
     notes, refusals = [], []
     if build.min_driver is None:
         notes.append(f"note: no minimum driver known for {build.name} ({build.source}): the driver is not checked")
@@ -312,8 +315,8 @@ def preflight(args: argparse.Namespace) -> tuple[bool, list[str]]:
         settings.utilization,
         settings.other_model,
     )
-    check_cards_agree(layout, settings, args.trainer_gpu)
-    notes, refusals = _build_checks(layout, settings, build)
+    notes, refusals = _build_checks(layout, settings, build, lock)
+    refusals += layout_problems(layout, settings, args.trainer_gpu)
     lines = [f"{PREFIX}: {layout.describe()}"]
     plan, plan_ok = None, True
     try:
