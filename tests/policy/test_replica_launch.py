@@ -57,8 +57,9 @@ def test_a_replica_plans_the_clusters_sidecar_with_the_policys_redis_and_prefix(
     assert sidecar_plan(explicit, base_env={}).argv[7] == "http://10.0.0.3:8000"
 
 
-def test_a_replica_bound_to_every_address_needs_its_url_and_the_launcher_says_so(caplog) -> None:
-    settings = PolicySettings(_env_file=None, replica_id="gpu0", host="0.0.0.0", model="/models/none")
+def test_a_replica_bound_to_every_address_needs_its_url_and_the_launcher_says_so(caplog, tmp_path) -> None:
+    # A model folder that is there: the missing-folder refusal comes first and would hide this one.
+    settings = PolicySettings(_env_file=None, replica_id="gpu0", host="0.0.0.0", model=str(tmp_path))
     with pytest.raises(ReplicaConfigError, match="HALO_POLICY_REPLICA_URL"):
         sidecar_plan(settings)
     assert serve(settings) == 2  # before vLLM starts

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import queue
 import textwrap
+import threading
 import time
 from typing import Any
 
@@ -20,7 +22,7 @@ from halo.cli.output import console, err, fail
 from halo.cli.progress import PlainLog, Plan, RunProgress, duration, phase_line, plain_line, scores
 from halo.cli.summary import run_summary, viewer_link
 from halo.local_token import read_token
-from halo.schemas import ALGORITHM_TITLES, RunPhase, RunSpec, RunState, RunStatus
+from halo.schemas import ALGORITHM_TITLES, RunEvent, RunPhase, RunSpec, RunState, RunStatus
 from halo.settings.trainer import TrainerSettings
 
 COMMON = train_help.COMMON
@@ -192,10 +194,30 @@ def _poll(client: httpx.Client, run_id: str) -> RunStatus:
 
 
 def _log(client: httpx.Client, run: RunStatus, watch: RunProgress, out: Console) -> RunStatus:
-    """No terminal (a pipe, a file): plain lines a log can read, at each phase change and every 15 s."""
+    """No terminal (a pipe, a file): plain lines a log can read, at each phase change and every 15 s.
+
+    The phases come from the run's event stream (``/runs/{id}/events``), not from polls: a phase
+    shorter than a poll (a one-episode evaluation on a warm stack takes under a second) still gets
+    its line. Where the stream breaks (a trainer restarting), the status is polled instead."""
     log = PlainLog()
+    events: queue.Queue[RunEvent | None] = queue.Queue()
+    threading.Thread(target=_stream_events, args=(client, run.run_id, events), daemon=True).start()
+    streaming = True
     while True:
-        run = _poll(client, run.run_id)
+        event = None
+        if streaming:
+            try:
+                event = events.get(timeout=max(0.05, log.left(time.monotonic())))
+            except queue.Empty:
+                pass  # nothing new in a while: the periodic line below
+            else:
+                streaming = event is not None
+        if event is None or event.kind == "done":
+            run = _poll(client, run.run_id)
+        elif event.kind == "status":
+            run = RunStatus.model_validate(event.data)
+        elif event.kind == "phase":
+            run = run.model_copy(update={"phase": RunPhase.model_validate(event.data) if event.data else None})
         now = time.monotonic()
         for line in watch.observe(run, now):
             out.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -203,7 +225,21 @@ def _log(client: httpx.Client, run: RunStatus, watch: RunProgress, out: Console)
             out.print(plain_line(run, watch), markup=False, highlight=False, soft_wrap=True)
         if run.state in TERMINAL:
             return run
-        time.sleep(min(2.0, log.left(time.monotonic())))
+        if not streaming:
+            time.sleep(min(2.0, log.left(time.monotonic())))
+
+
+def _stream_events(client: httpx.Client, run_id: str, into: queue.Queue[RunEvent | None]) -> None:
+    """Each event of the run's server-sent stream onto ``into``; ``None`` once it ends or breaks."""
+    try:
+        with client.stream("GET", f"/runs/{run_id}/events", timeout=httpx.Timeout(30, read=None)) as response:
+            if response.status_code == 200:
+                for line in response.iter_lines():
+                    if line.startswith("data: "):
+                        into.put(RunEvent.model_validate_json(line[len("data: ") :]))
+    except (httpx.HTTPError, ValueError):
+        pass  # the caller polls from here on
+    into.put(None)
 
 
 def _draw(client: httpx.Client, run: RunStatus, watch: RunProgress, out: Console) -> RunStatus:
