@@ -12,7 +12,7 @@ vLLM is); it re-joins (loads the live versions) before it serves again.
 
     .venv/bin/python bench/adapter_fanout.py [--versions 30] [--load-ms 200] [--sample-ms 30]
 
-Writes bench/results/adapter_fanout.json. Goal (issue 46): p95 publish at 4 replicas <= 1.5x one.
+Writes bench/results/adapter_fanout.json. Goal: p95 publish at 4 replicas <= 1.5x one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Environment service: what entering, re-entering and stepping a browser state costs, against raw
-Playwright on the same page (issue 17's ratios), on a light page (Playground) and a heavy one (GoMail).
+Playwright on the same page (as ratios), on a light page (Playground) and a heavy one (GoMail).
 
 Starts the offline clone server and the env service (default settings, one uvicorn worker each, free
 ports, each in its own thread) in this process. Per page, medians of ``--repeats``:

@@ -20,7 +20,7 @@ one process so that their ratio is not skewed by load that changes between them:
 
     .venv/bin/python bench/bench_grouped_prompt.py [--updates 5] [--group 8] [--threads 1]
 
-``--dpo`` measures a DPO step instead (issue 29): the group's K = 8 distinct actions at the one
+``--dpo`` measures a DPO step instead: the group's K = 8 distinct actions at the one
 state, and the preference pairs MCTS builds among them (``Tree.preference_pairs``: every two
 explored children whose Q differ, the higher chosen; all K(K-1)/2 = 28 when the Q are distinct,
 each action in K - 1 = 7 pairs), rows built as ``mcts.pairs.pair_batches`` builds them (one row

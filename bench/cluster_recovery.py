@@ -12,7 +12,7 @@ the start. Then, measured in one run:
 1. the rate at N nodes over ``--window-s`` (the reference);
 2. one raylet removed (its actor and every process it started die with it): the rate in the
    ``--window-s`` that starts when the claim timeout + 30 s have passed, against (N-1)/N of the
-   reference (issue 46's goal);
+   reference (the goal);
 3. ``--down-s`` later a new raylet joins: the seconds until the supervisor's node runs again, and
    until a ``--window-s`` of rate reaches N/N of the reference (95 %), the goal being 60 s;
 4. every job done exactly once (the stubs count completions per job), none dead-lettered.

@@ -14,7 +14,7 @@ and the head (this process: the supervisor and the job publisher), in cores over
 
     .venv/bin/python bench/cluster_scaling.py [--workers 2] [--env-ms 40] [--policy-ms 40] [--window-s 20]
 
-Writes bench/results/cluster_scaling.json. The goal (issue 46): 2 and 3 nodes >= 1.85x and >= 2.6x
+Writes bench/results/cluster_scaling.json. The goal: 2 and 3 nodes >= 1.85x and >= 2.6x
 one node. This machine's cores are shared: compare the ratios, not absolute rates.
 """
 

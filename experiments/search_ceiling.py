@@ -1,4 +1,4 @@
-"""Sampling, the Go-Explore ceiling and MCTS (with its ablations) at one env-step budget (issue 47, item 5).
+"""Sampling, the Go-Explore ceiling and MCTS (with its ablations) at one env-step budget.
 
 For each (task, seed), every arm starts from the same task and seed and may take E env steps
 (``--env_step_budget``): independent sampled episodes (the trainer's episode code, one sample per

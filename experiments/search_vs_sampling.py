@@ -1,4 +1,4 @@
-"""Search versus sampling at an equal env-step budget (issue 18, measurement 1).
+"""Search versus sampling at an equal env-step budget.
 
 For each (task, seed): one MCTS search (``halo_trainer.mcts.search``) uses E env steps; then
 independent sampled episodes of the same task and seed (one sample per step, the same temperature

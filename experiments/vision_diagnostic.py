@@ -1,4 +1,4 @@
-"""Which link fails on the moving-target task (issue 22)? A diagnostic, NOT a training path.
+"""Which link fails on the moving-target task? A diagnostic, NOT a training path.
 
 On ``local.playground-2`` the Submit button sits in one of 4 quadrants (``slots[seed % 4]``), seen
 only in the screenshot, and GRPO stays at chance (0.25). This script takes the learner alone (no

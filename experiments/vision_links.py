@@ -1,4 +1,4 @@
-"""Links 1 and 2 of the vision diagnostic (``vision_diagnostic.py``, issue 22): what the model's input
+"""Links 1 and 2 of the vision diagnostic (``vision_diagnostic.py``): what the model's input
 and its vision tower carry of the layout, on the learner's model as it is now.
 
 ``input_and_tower`` returns the diagnostic's ``input`` line (the image grid, the pixel differences

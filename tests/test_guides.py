@@ -47,3 +47,15 @@ def test_guides_cite_no_issue_numbers(guide: Path) -> None:
     text = guide.read_text(encoding="utf-8")
     cited = [m.group(0) for m in re.finditer(r"\bissues? #?\d+|issue-\d+", text, re.I)]
     assert not cited, cited
+
+
+def test_the_code_and_tests_cite_no_issue_numbers() -> None:
+    """A comment's "why" says what happened, not a tracker's number."""
+    pattern = re.compile(r"\bissue" + r" \d+", re.I)  # split, so this file does not match itself
+    cited = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for top in ("services", "shared", "tests", "bench", "experiments")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for m in pattern.finditer(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert not cited, cited

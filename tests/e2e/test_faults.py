@@ -27,7 +27,7 @@ from tests.policy.test_parity import GOAL, HISTORY, TOLERANCE, _max_diff
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.browser]
 
-OUTAGE_S = 60  # how long the policy server stays dead (issue 15's probe)
+OUTAGE_S = 60  # how long the policy server stays dead (the outage probe's)
 
 
 def _served(stack) -> set[str]:

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.vllm, pytest.mark.b
 # widening 0: all K children at a node's first expansion, so a 4-simulation search on a one-click
 # task has pairs for the DPO step; widening runs on the clone in test_mcts_search_clone.
 # dense return: on a one-click task every child is terminal, and a terminal node's value is its
-# outcome (issue 47), 0 for every miss; its backed-up return with the click's near-target reward
+# outcome, 0 for every miss; its backed-up return with the click's near-target reward
 # is what tells a close miss from a far one, and so gives the pairs.
 PAIRED_SEARCHES = (
     "train", "--algorithm", "mcts", "--domain", "playground", "--task", "local.playground-1",

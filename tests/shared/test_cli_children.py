@@ -1,6 +1,6 @@
 """A `halo` command that runs another entry point as a child stops it when the command is stopped.
 
-The real case (issue 48): `halo view` stopped with SIGTERM left its web server running, holding the
+The real case: `halo view` stopped with SIGTERM left its web server running, holding the
 port. Here the real `halo view` serves a run folder on a free port, the test signals the `halo`
 process only (not its group, as `kill <pid>` or a supervisor would), and the port must be free again
 and the server gone. SIGINT is Ctrl-C sent to the command; SIGKILL leaves no handler to run, and the

@@ -1,4 +1,4 @@
-"""Values crossing a service boundary keep their JSON type (issue 28, item 8).
+"""Values crossing a service boundary keep their JSON type.
 
 Lax coercion let ``POST /runs {"episodes": true}`` create a one-episode run, ``POST /sessions``
 take ``seed: true``, and the reward service score a site state holding NaN, Infinity or a

@@ -226,7 +226,7 @@ async def test_playground_click_miss_is_the_answer(browser, sites_url: str) -> N
 
 
 async def test_playground_boxes_checked_is_the_boxes_real_state(browser, sites_url: str) -> None:
-    """Issue 47, defect 6: `boxes_checked` was never unset, so a double-click on the SMS box of
+    """Found in review: `boxes_checked` was never unset, so a double-click on the SMS box of
     local.playground-11 (checked, then unchecked, as the env's double_click does) left it paid with
     the box unchecked. It is set while exactly the targets are checked, and the reward service pays
     no milestone for a step that ends with the box unchecked."""

@@ -1,5 +1,5 @@
-"""The Playground's form flags are the form's real state (issue 47's review, after defect 6's
-`boxes_checked`): `field_filled` and `option_selected` were set once and never unset, so a field
+"""The Playground's form flags are the form's real state (a review found the defect `boxes_checked` had
+in two more flags): `field_filled` and `option_selected` were set once and never unset, so a field
 typed past its target or another option picked afterwards kept them paid, shown to the progress
 critic as progress the page no longer held."""
 

@@ -1,4 +1,4 @@
-"""local.playground-13, the streak task (issue 47, item 4), in real Chromium: the same button pressed
+"""local.playground-13, the streak task, in real Chromium: the same button pressed
 three times in a row, each press a stage with its milestone, a miss resetting the count without
 ending the episode; the stages paid by the reward service once per episode; a fork of a stage is
 its exact screen and state. Its reference and wrong solutions are replayed in test_replay.py."""

@@ -40,6 +40,7 @@ from halo_policy.capabilities import Advertiser
 from halo_policy.memory_kills import killed_for_memory, oom_kills
 from halo_policy.process_group import terminate_group
 from halo_policy.replica import ReplicaConfigError, Sidecar, sidecar_plan
+from halo_policy.stop_race import StopRace
 
 logger = logging.getLogger("halo.policy.server")
 
@@ -179,12 +180,15 @@ async def _wait_healthy(
             logger.info("warm-up request took %.1fs", time.monotonic() - started)
 
 
-def _pump(stream: io.BufferedReader, tail: deque[str]) -> None:
+def _pump(stream: io.BufferedReader, tail: deque[str], race: StopRace) -> None:
     """Forward the child's output to our stderr, keeping the last lines for a failure message."""
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         tail.append(line.rstrip())
-        sys.stderr.write(line)
+        for out in race.feed(line):
+            sys.stderr.write(out)
+    for out in race.flush():
+        sys.stderr.write(out)
     stream.close()
 
 
@@ -212,10 +216,9 @@ def serve(settings: PolicySettings | None = None) -> int:
         cmd, env=build_env(settings), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
     tail: deque[str] = deque(maxlen=40)
-    pump = Thread(target=_pump, args=(proc.stdout, tail), daemon=True)
-    pump.start()
-
     stopping: list[int] = []
+    pump = Thread(target=_pump, args=(proc.stdout, tail, StopRace(lambda: bool(stopping))), daemon=True)
+    pump.start()
 
     def stop(signum: int, _frame: object) -> None:
         stopping.append(signum)

@@ -178,7 +178,7 @@ async def test_a_page_on_another_origin_cannot_stop_start_or_promote(target: Tar
 
 
 def test_the_issues_curl_request_is_refused(target: Target) -> None:
-    """Issue 49's request, as it was sent: `curl -X POST .../stop -H 'Origin: ...' -H 'Content-Type: text/plain'`."""
+    """The reported request, as it was sent: `curl -X POST .../stop -H 'Origin: ...' -H 'Content-Type: text/plain'`."""
     if not shutil.which("curl"):
         pytest.skip("curl is not installed")
     for headers in (["-H", "Origin: http://evil.example", "-H", "Content-Type: text/plain"], []):

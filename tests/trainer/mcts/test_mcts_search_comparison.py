@@ -63,7 +63,7 @@ async def test_sampled_episodes_stay_within_the_search_budget():
     ],
 )
 async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path, env_class, widening, rollout_depth):
-    """Issue 47: the search-versus-sampling comparison is fair only if both arms spend E env steps
+    """The search-versus-sampling comparison is fair only if both arms spend E env steps
     (a success may end an arm early). The script's row for one (task, seed), E = 48, K = 8, depth 6."""
     settings = cfg(
         simulations=10_000,
@@ -80,7 +80,7 @@ async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path
 
 
 async def test_the_pilot_counts_the_steps_before_the_first_hit_as_tries():
-    """Issue 47, defect 5: the pilot learned the milestone order from first appearance, so no step
+    """Found in review: the pilot learned the milestone order from first appearance, so no step
     before the first hit counted as a try: one hit at the last of 12 steps read as 1/1, not 1/12 (the
     1.2 % per step behind the pre-registered predictions was about 0.6 %)."""
     job = job_for(kind="train_episode_group", group_size=1, max_steps=4)
@@ -97,7 +97,7 @@ async def test_the_pilot_counts_the_steps_before_the_first_hit_as_tries():
 
 @pytest.mark.parametrize("policy, reproduced", [(rollout_succeeds, False), (root_succeeds, True)])
 async def test_eval_search_reports_the_reproduced_paths_success(tmp_path, policy, reproduced):
-    """Issue 47, defect 7: `halo eval --search` scored a search by `success_found`, a success anywhere
+    """Found in review: `halo eval --search` scored a search by `success_found`, a success anywhere
     in its tree or rollouts by the env's validator (pass@budget with a verifier), while the actions it
     reported were the best path's. Its success is now that path replayed from the task's start in a
     fresh session; the oracle's verdict is kept as `oracle_success_found`. With `rollout_succeeds` only

@@ -12,7 +12,7 @@ from tests.trainer.stand_ins import PolicyStandIn, click, job_for, services
 
 @pytest.mark.parametrize("rollout_nodes, kept", [("none", 0), ("milestone", 2), ("all", 3)])
 async def test_rollout_steps_that_pay_a_milestone_become_nodes(tmp_path, rollout_nodes, kept):
-    """Issue 47, item 2 (``rollout_nodes``): a rollout's states were scored and backed up but never
+    """Found in review (``rollout_nodes``): a rollout's states were scored and backed up but never
     kept, so the search could not return to a milestone found there. With ``milestone`` the step
     that pays one becomes a node, with the rollout's steps before it; with ``all`` every step does;
     ``none`` (the default) keeps none. One simulation: the root's child, then a rollout of three

@@ -93,7 +93,7 @@ async def test_a_reentry_that_shows_another_screen_is_refused(tmp_path, widening
 
 @pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
 async def test_a_refused_inner_leaf_is_closed_and_the_search_spends_its_budget(tmp_path, widening):
-    """Issue 47, defect 1: a leaf whose re-entry was refused was selected again and again, each time
+    """Found in review: a leaf whose re-entry was refused was selected again and again, each time
     refused at once, until the simulation cap: the search returned with its budget unspent (seeds 9,
     15 and 17 of the one-action-rollout comparison spent 31, 21 and 23 of 48 env steps)."""
     env = DriftingInnerEnv()
@@ -126,7 +126,7 @@ async def test_a_node_whose_tried_actions_all_ended_the_episode_widens_at_once(t
 
 @pytest.mark.parametrize("widening", [0.5, 0.0], ids=["widening", "all-at-once"])
 async def test_a_node_whose_k_children_all_ended_asks_for_more_and_spends_the_budget(tmp_path, widening):
-    """Issue 47, defect 3: K = max_children bounded a node's children, so once a one-action task's
+    """K = max_children bounded a node's children, so once a one-action task's
     root held K terminal children the search only backed up their known values, simulation after
     simulation, without an env step: a one-action search was best-of-K. K bounds the proposals of one
     request: a node whose children all ended asks the policy for K more."""

@@ -270,7 +270,7 @@ def test_settings_defaults_and_bounds() -> None:
 
 
 def test_puct_selection_follows_the_critics_prior() -> None:
-    """Issue 47, item 2: with selection puct the exploration bonus follows the critic's prior
+    """With selection puct the exploration bonus follows the critic's prior
     (``q + c * P * sqrt(N) / (1 + n)``). alpha 1, so q is the search's value alone: a (0.3, critic
     0.9) and b (0.5, critic 0.1), two visits each (N = 4, c = 1). UCB1 gives both the same bonus and
     picks b; PUCT gives a 0.3 + 0.9 * 2 / 3 = 0.9 against b's 0.5 + 0.1 * 2 / 3 = 0.57."""

@@ -66,7 +66,7 @@ def test_an_unvisited_terminal_child_is_valued_by_its_known_outcome() -> None:
     near_miss = child(tree, 0, 1, 0.9, terminal=True, success=False)
     success = child(tree, 0, 2, 0.3, terminal=True, success=True)
     open_child = child(tree, 0, 3, 0.2)  # not terminal: nothing known yet, the critic alone
-    # A terminal child's value is its outcome alone: the critic does not enter it (issue 47).
+    # A terminal child's value is its outcome alone: the critic does not enter it.
     assert tree.node(success).q == 1.0
     assert tree.node(near_miss).q == 0.0
     assert tree.node(open_child).q == pytest.approx(0.2)
@@ -81,7 +81,7 @@ def test_an_unvisited_terminal_child_is_valued_by_its_known_outcome() -> None:
 
 
 def test_a_premature_submit_is_no_preferred_action() -> None:
-    """Issue 47, defect 2: on local.playground-11 the Playground pays `submitted` (0.3) on any Submit,
+    """Found in review: on local.playground-11 the Playground pays `submitted` (0.3) on any Submit,
     so the progress critic scores a failed Submit 0.3; mixed into its value (0.5 x 0 + 0.5 x 0.3 =
     0.15) it tied the first milestone and was the chosen action against every sibling without
     progress. A terminal node's value is its outcome: the failed Submit is worth 0."""

@@ -24,7 +24,7 @@ from tests.trainer.viewer_layout import layout_problems
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-# --- at 1,280 px: a long run's page and a step group, as issue 48 found them ---------------------------
+# --- at 1,280 px: a long run's page and a step group, as they were once found ---------------------------
 # A run of 25 updates and 200 recorded episodes on the 12 Playground tasks, with three metrics that
 # never move (KL, staleness, action validity) and a step group of 8 candidates with long actions.
 # Its screenshots are pages rendered in Chromium (a goal banner, a form, a button), so that the
@@ -167,7 +167,7 @@ def long_run(run_folder) -> tuple[Path, dict]:
             for candidate in step["candidates"]:
                 candidate["next_screenshot"] = pages[(i + 1) % 8]
         records.append(record)
-    # The step group of issue 48: 8 candidates at one state, their actions long enough to run together.
+    # The step group once found cut off: 8 candidates at one state, their actions long enough to run together.
     group = records[-1]
     first = group["steps"][0]
     first["screenshot"] = pages[8]

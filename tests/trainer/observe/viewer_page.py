@@ -23,7 +23,7 @@ METRICS = [
     {"rollout/mean_reward": 0.3, "train/loss": 1.5, "eval/success_rate": float("nan")},
     {"rollout/mean_reward": 0.2, "train/loss": 1.0, "eval/success_rate": 0.5, "eval/ci_low": 0.2, "eval/ci_high": 0.8},
 ]
-# The laptop-sized window issue 48 found the pages cut off in.
+# The laptop-sized window the pages were once found cut off in.
 WINDOW = {"width": 1280, "height": 800}
 
 

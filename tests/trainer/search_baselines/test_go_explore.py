@@ -54,7 +54,7 @@ def job(max_steps: int = 6):
 
 @pytest.mark.parametrize("script", [lambda n, i: [click(100)], lambda n, i: [PRESS if i % 5 == 0 else click(100)]])
 async def test_it_spends_its_whole_budget_unless_it_succeeds(tmp_path, script):
-    """Issue 47: no arm returns with its budget unspent except by success."""
+    """No arm returns with its budget unspent except by success."""
     env = SnapshotEnv()
     out = await go_explore(
         services(env=env, policy=PolicyStandIn(script), reward=MilestoneReward()), job(), 48, tmp_path

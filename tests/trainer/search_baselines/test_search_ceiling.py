@@ -24,7 +24,7 @@ def distinct_clicks(n: int, i: int):
 
 @pytest.mark.parametrize("widening", [0.5, 0.0])
 async def test_no_arm_returns_with_its_budget_unspent_except_by_success(tmp_path, widening):
-    """Issue 47: sampling, Go-Explore and MCTS (two of its ablations) at E = 48 on one seed."""
+    """Sampling, Go-Explore and MCTS (two of its ablations) at E = 48 on one seed."""
     svc = services(env=SnapshotEnv(), policy=PolicyStandIn(distinct_clicks), reward=MilestoneReward())
     base = {"simulations": 10_000, "env_step_budget": 48, "max_children": 8, "max_depth": 6, "critic": "progress"}
     rows = [

@@ -24,7 +24,7 @@ yet (on their first visit ``ln N(s) = 0`` and UCB1 is the critic's choice). A te
 exception: the episode ended there with the task's verdict, so its value is known and is that
 outcome alone, 1 or 0 (its backed-up ``q_mcts`` once visited), never mixed with the critic: a
 critic that scores a failed Submit for the milestone its click paid must not make the failure worth
-as much as a sibling's real progress (issue 47). After the search, at each explored node, two
+as much as a sibling's real progress. After the search, at each explored node, two
 explored children (visited, or terminal) whose ``q`` differ by at least ``theta`` give a preference pair (``preference_pairs``),
 and ``best_path`` follows the most visited children. The search found a success
 (``success_found``) when a node on the tree ended the task with success or a backed-up success

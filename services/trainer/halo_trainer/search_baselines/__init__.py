@@ -1,1 +1,1 @@
-"""Baselines a tree search is measured against at the same env-step budget (issue 47)."""
+"""Baselines a tree search is measured against at the same env-step budget."""

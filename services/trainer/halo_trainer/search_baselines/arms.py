@@ -1,4 +1,4 @@
-"""The arms of a search comparison at one env-step budget (issue 47, item 5), each on one task and
+"""The arms of a search comparison at one env-step budget, each on one task and
 seed: independent sampled episodes, the Go-Explore ceiling, and an MCTS search with given settings.
 
 Each arm gives one row with two successes kept apart:

@@ -1,4 +1,4 @@
-"""A Go-Explore-style ceiling for search over exact browser states (issue 47, item 3).
+"""A Go-Explore-style ceiling for search over exact browser states.
 
 Keep the highest-progress state found so far, re-enter it exactly (the env's snapshot and restore),
 sample one action there from the policy, repeat until the env-step budget is spent or a step
@@ -15,7 +15,7 @@ succeeds::
 
 Progress is the number of milestones the reward service paid along a state's path (its memory
 follows the path, so none is paid twice); a state is kept only when it has strictly more than the
-one it came from, so the kept states form one chain from the root. It is the ceiling issue 47 asks
+one it came from, so the kept states form one chain from the root. It is the ceiling a search comparison asks
 for: if returning exactly to the best state and trying again cannot beat independent sampled
 episodes on a task, no tree search will there; if it can, MCTS must be measured against it too.
 
