@@ -6,6 +6,8 @@ fixed click's share of the training jobs, and the most common greedy first actio
 
     .venv/bin/python experiments/first_run_record.py var/runs/first-s* --out docs/data/first_run_seeds.json
 
+``--keep`` keeps the records already in the ``--out`` file of runs whose folders are not given.
+
 The per-task counts come from ``task_share_record.record`` (the viewer's "Success per task" files);
 the mean returns from ``eval.jsonl``, the greedy first actions from ``episodes.jsonl``.
 """
@@ -66,8 +68,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", type=Path, help="run folders (var/runs/<run_id>)")
     p.add_argument("--out", type=Path, default=None, help="write the records here as JSON (else print)")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the records already in --out of runs not given (their folders on another machine)",
+    )
     args = p.parse_args()
-    rows = [record(r) for r in sorted(args.runs, key=lambda r: r.name)]
+    rows = [record(r) for r in args.runs]
+    if args.keep and args.out and args.out.exists():
+        given = {r["run_id"] for r in rows}
+        rows += [r for r in json.loads(args.out.read_text())["records"] if r["run_id"] not in given]
+    rows.sort(key=lambda r: r["seed"])
     summary = {"runs": len(rows), "show_learning": sum(r["shows_learning"] for r in rows), "records": rows}
     text = json.dumps(summary, indent=1)
     if args.out:
