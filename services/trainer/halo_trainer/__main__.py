@@ -64,7 +64,9 @@ if __name__ == "__main__":
             logging.basicConfig(level=logging.INFO, format=f"halo_trainer rank {channel.ranks.rank}: %(message)s")
             try:
                 ranks.serve(channel)
-            except RuntimeError as exc:  # rank 0 gone (its connections closed), or this rank's learner failed to build
+            # Rank 0 gone (its connections closed), this rank's learner failed to build, or a call failed
+            # here while rank 0 waits in a collective (RankFailed): this exit ends that collective.
+            except RuntimeError as exc:
                 sys.stderr.write(f"halo_trainer rank {channel.ranks.rank}: stopped following rank 0: {exc}\n")
                 sys.exit(1)
             sys.exit(0)

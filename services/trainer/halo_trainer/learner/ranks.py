@@ -16,6 +16,23 @@ group of its own: the batch is on the CPU where it was built (the learner moves 
 its device), and a rank waiting for the next update, or for the next run, is not bound by the
 timeout of the learner's own collectives.
 
+Ranks fail together. After each learner call every rank writes its outcome (None, or the error's
+line) to the process group's store and reads every other rank's (``Channel.outcomes``): rank 0 then
+raises ``RankFailed`` naming each follower that failed and its error (its own error when it alone
+failed and every rank reported); a follower logs what failed elsewhere and keeps listening (rank 0
+ends the run). The store, not a collective, carries the outcomes because a rank that failed may have left the others
+inside one of the learner's collectives: a rank whose call failed waits ``ANSWER`` for the others'
+outcomes only, and when one is missing that rank is waiting in a collective this rank will not
+join. A follower then raises ``RankFailed`` out of ``serve`` and its process exits, which closes its
+connections (destroying or aborting a gloo group does not, while the learner's mesh holds it): rank 0's gloo collective raises within seconds, and rank 0 reads the follower's error
+from the store, which outlives the follower. Rank 0 in that place tells the followers to leave
+(``LEAVE``; each follower's process exits on it), since it is the service and stays. On NCCL a
+peer's exit does not end a collective: the launcher (torchrun, ``halo_trainer.learner.launch``) ends
+every rank when one exits non-zero, and ``TORCH_NCCL_ASYNC_ERROR_HANDLING`` (on by default) ends a
+collective at its timeout. After a rank left, the ranks are broken: rank 0's later learner calls
+raise ``RankFailed`` at once, and the service needs a restart to span the ranks again (under the
+launcher every rank ends).
+
 Every rank must see the run folder at the same path (one node, or a shared filesystem): a rank
 other than 0 reads back the checkpoint rank 0 committed, and reads the one it resumes.
 """
@@ -23,8 +40,12 @@ other than 0 reads back the checkpoint rank 0 committed, and reads the one it re
 from __future__ import annotations
 
 import gc
+import json
 import logging
+import os
+import sys
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -46,6 +67,29 @@ logger = logging.getLogger(__name__)
 # A rank 0 that dies closes the group's connections, which ends the wait at once.
 WAIT = timedelta(days=3650)
 
+# How long a rank whose call failed waits for the other ranks' outcomes before it takes them to be
+# inside a collective it will not join: the ranks run in step (every call is collective), so ranks
+# that fail alike on the same input report within a moment of each other.
+ANSWER = timedelta(seconds=10)
+
+# The store's keys of this module (the process group's own keys live beside them).
+_KEYS = "halo/ranks/"
+LEAVE = _KEYS + "leave"  # rank 0 to the followers: exit, you are in a collective rank 0 left
+LEFT = _KEYS + "left"  # a follower to rank 0: I left (my process exits)
+
+
+class RankFailed(RuntimeError):
+    """A learner call failed on another rank (or the ranks broke earlier); the message names each
+    failed rank and its error line."""
+
+
+def _line(name: str, exc: BaseException | None) -> str | None:
+    """What the other ranks learn of a failed call: its error's first line, bounded."""
+    if exc is None:
+        return None
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{name} failed: {type(exc).__name__}: {text}"[:500]
+
 
 class Channel:
     """Rank 0's word to the other ranks: (call name, args, kwargs) broadcast on a gloo group of its own.
@@ -58,14 +102,48 @@ class Channel:
         # One call at a time: a second thread's word between another's word and its call would
         # put rank 0's collectives out of the other ranks' order.
         self.lock = threading.Lock()
+        # The group's store (torchrun's agent or rank 0 hosts it): held here, so that it stays
+        # readable after another rank's process is gone. No public accessor exists for it.
+        self.store = dist.distributed_c10d._get_default_store()
+        self.words = 0  # words told (rank 0) or heard: every rank counts the same ones
+        self.broken: str | None = None  # why the ranks no longer follow rank 0 (rank 0 only)
+        self.last_call = 0  # the word of the last call whose outcomes were exchanged
 
     def tell(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.words += 1
         dist.broadcast_object_list([(name, args, kwargs)], src=0, group=self.group)
 
     def hear(self) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
         box: list[Any] = [None]
         dist.broadcast_object_list(box, src=0, group=self.group)
+        self.words += 1
         return box[0]
+
+    def _key(self, word: int, rank: int) -> str:
+        return f"{_KEYS}{word}/{rank}"
+
+    def outcomes(self, error: str | None) -> dict[int, str | None] | None:
+        """Every rank's outcome of the call just made (None: it succeeded), this rank's ``error``
+        told to the others. None when this rank failed and another rank did not report within
+        ``ANSWER``: that rank is inside a collective of the call. A rank that succeeded waits for
+        all (the others could not have left it in a collective)."""
+        word, world = self.words, self.ranks.world_size
+        self.store.set(self._key(word, self.ranks.rank), json.dumps(error))
+        keys = [self._key(word, rank) for rank in range(world)]
+        deadline = time.monotonic() + (ANSWER if error is not None else WAIT).total_seconds()
+        # Polled, not ``store.wait``: a short request at a time leaves the store free for the
+        # follower's thread that watches for ``LEAVE``.
+        while not self.store.check(keys):
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+        found = {rank: json.loads(self.store.get(key)) for rank, key in enumerate(keys)}
+        if self.ranks.rank == 0 and self.last_call:
+            # Every follower has read the previous call's outcomes: it heard this call's word after.
+            for rank in range(world):
+                self.store.delete_key(self._key(self.last_call, rank))
+        self.last_call = word
+        return found
 
 
 def _checkpoint(learner: Learner, checkpoints: CheckpointManager, **kwargs: Any) -> Checkpoint:
@@ -107,11 +185,33 @@ class Leader:
         return self.local.config
 
     def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if self.channel is None:
+        channel = self.channel
+        if channel is None:
             return CALLS[name](self.local, *args, **kwargs)
-        with self.channel.lock:
-            self.channel.tell(name, *args, **kwargs)
-            return CALLS[name](self.local, *args, **kwargs)
+        with channel.lock:
+            if channel.broken is not None:
+                raise RankFailed(channel.broken)
+            channel.tell(name, *args, **kwargs)
+            try:
+                result, own = CALLS[name](self.local, *args, **kwargs), None
+            except Exception as exc:  # told to the other ranks before it is raised here
+                result, own = None, exc
+            outcomes = channel.outcomes(_line(name, own))
+            if outcomes is None:
+                # A follower is inside a collective this call left: it exits on LEAVE.
+                channel.store.set(LEAVE, "1")
+                channel.broken = f"rank 0: {_line(name, own)}; the other ranks were told to leave"
+                raise RankFailed(channel.broken) from own
+            failed = [f"rank {rank}: {line}" for rank, line in outcomes.items() if rank != 0 and line is not None]
+            if failed:
+                if channel.store.check([LEFT]):
+                    channel.broken = f"the ranks broke on {name}: {'; '.join(failed)}"
+                # The followers' errors first: rank 0's own, if any, is often only the
+                # connection a leaving follower closed.
+                raise RankFailed("; ".join(failed + ([f"rank 0: {outcomes[0]}"] if own is not None else []))) from own
+            if own is not None:
+                raise own
+            return result
 
     def update(self, batch: LearnerBatch) -> dict[str, float]:
         return self._call("update", batch)
@@ -206,27 +306,53 @@ def lead(model_path: str, config: LearnerConfig, *, device: str, dtype: str, see
         return Leader(_build_across(channel, model_path, config, dtype, seed), channel)
 
 
+def _tell_all(word: str) -> None:
+    """``word`` to the other ranks, unless they broke: a run that failed because a rank left must
+    still end here (the caller records the failure after this)."""
+    if _joined is None:
+        return
+    with _joined.lock:
+        if _joined.broken is not None:
+            logger.warning("the other ranks are not told %r: %s", word, _joined.broken)
+            return
+        try:
+            _joined.tell(word)
+        except RuntimeError as exc:  # a follower gone since the last call (its connection closed)
+            _joined.broken = f"a rank is gone: {_line(word, exc)}"
+            logger.error("the other ranks did not hear %r: %s", word, exc)
+
+
 def end_run() -> None:
     """Rank 0's run is over (however it ended): the other ranks drop their learners and wait for the next."""
-    if _joined is not None:
-        with _joined.lock:
-            _joined.tell("end")
+    _tell_all("end")
 
 
 def close() -> None:
     """Rank 0 leaves: the other ranks' ``serve`` returns."""
-    if _joined is not None:
-        with _joined.lock:
-            _joined.tell("exit")
+    _tell_all("exit")
+
+
+def _leave_when_told(channel: Channel) -> None:
+    """A follower's watch for rank 0's ``LEAVE``: its main thread may be blocked in a collective
+    rank 0 left, and only this process's exit ends that (the launcher then ends the rest)."""
+    while not channel.store.check([LEAVE]):
+        time.sleep(0.5)
+    sys.stderr.write(f"rank {channel.ranks.rank}: rank 0's learner call failed; leaving the ranks\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def serve(channel: Channel) -> list[str]:
     """A rank other than 0: do what rank 0 says until it says ``exit``; the learner calls it made, in order.
 
     ``start`` builds a run's learner (replacing any before it), ``end`` drops it, and every other
-    word is a learner call (``CALLS``). A call that fails here is logged and the rank keeps
-    listening: rank 0 fails the same way on the same input and ends the run, and a failure of this
-    rank alone leaves rank 0 in the collective until its timeout, which fails the run there."""
+    word is a learner call (``CALLS``), whose outcome every rank learns (``Channel.outcomes``). A
+    call that failed on some rank while every rank reported is logged, and this rank keeps
+    listening: rank 0 raises it and ends the run. A call that failed here while another rank did
+    not report (it waits in a collective of the call) raises ``RankFailed``: the caller ends this
+    process, which ends that collective (the module docstring). So does rank 0's ``LEAVE``."""
+    threading.Thread(target=_leave_when_told, args=(channel,), name="leave-when-told", daemon=True).start()
+    rank = channel.ranks.rank
     made: list[str] = []
     learner: Learner | None = None
     while True:
@@ -242,12 +368,21 @@ def serve(channel: Channel) -> list[str]:
                 learner = _build_across(channel, *args)
             logger.info("%s of a run's learner", "built" if learner is not None else "dropped")
             continue
-        if learner is None:
-            logger.error("rank %d: rank 0 asked for %r with no run's learner built; ignored", channel.ranks.rank, name)
-            continue
+        error: Exception | None = None
         try:
+            if learner is None:
+                raise RuntimeError("rank 0 asked for it with no run's learner built")
             result = CALLS[name](learner, *args, **kwargs)
+        except Exception as exc:
+            logger.exception("rank %d: %s failed", rank, name)
+            error = exc
+        outcomes = channel.outcomes(_line(name, error))
+        if outcomes is None:
+            channel.store.set(LEFT, str(rank))
+            why = f"another rank did not report within {ANSWER.total_seconds():.0f} s (it waits in a collective)"
+            raise RankFailed(f"rank {rank}: {_line(name, error)}; {why}: leaving the ranks") from error
+        if error is None:
             made.append(name)
             logger.info("%s made%s", name, _figures(result))
-        except Exception:
-            logger.exception("rank %d: %s failed", channel.ranks.rank, name)
+        if failed := [f"rank {other}: {line}" for other, line in outcomes.items() if line is not None]:
+            logger.error("%s; rank 0 ends the run", "; ".join(failed))
