@@ -106,9 +106,9 @@ def input_and_tower(
     slots = config["slots"]
     merge = learner._merge
     batch = prompts(processor, shots, goal, [fixed_completion(processor)] * len(shots), describe_tools)
-    grids = batch.image_grid_thw.tolist()
+    grids = batch.slot_grids().tolist()  # one per shot, a repeated shot too
     sizes = [t * h * w for t, h, w in grids]
-    pixels = list(torch.split(batch.pixel_values, sizes))
+    pixels = list(torch.split(batch.slot_pixels(), sizes))
     rows, cols = token_grid(grids[0], merge)
     differ, own = differing_tokens(pixels, merge)
     n = len(shots)
@@ -127,7 +127,7 @@ def input_and_tower(
     }
 
     core = base_model(learner.model)
-    out = core.model.get_image_features(batch.pixel_values, batch.image_grid_thw, return_dict=True)
+    out = core.model.get_image_features(batch.slot_pixels(), batch.slot_grids(), return_dict=True)
     merged = list(out.pooler_output)
     tower = {
         "kind": "tower",

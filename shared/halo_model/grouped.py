@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from halo_model.inputs import PolicyBatch, image_rows
+from halo_model.inputs import PolicyBatch, row_images
 from halo_model.logprobs import base_model, completion_logprobs, token_logprobs
 
 if TYPE_CHECKING:
@@ -82,13 +82,15 @@ class _Row:
     completion: list[int]
     pixels: torch.Tensor  # this row's images' patches
     grids: torch.Tensor  # [images, 3]
+    images: tuple[int, ...]  # (its batch's place among those packed, then the images it shows there)
 
 
-def _rows(batch: PolicyBatch, spatial_merge_size: int) -> list[_Row]:
-    """Each row's prompt, completion and images (pixel views, nothing copied)."""
+def _rows(batch: PolicyBatch, spatial_merge_size: int, place: int = 0) -> list[_Row]:
+    """Each row's prompt, completion and images (views of the batch's images, nothing copied for
+    a row that shows one)."""
     import torch
 
-    owner = image_rows(batch, spatial_merge_size)
+    shown = row_images(batch, spatial_merge_size)
     ends = batch.image_grid_thw.prod(-1).cumsum(0).tolist()
     starts = [0, *ends[:-1]]
     ids, types = batch.input_ids.tolist(), batch.mm_token_type_ids.tolist()
@@ -96,7 +98,7 @@ def _rows(batch: PolicyBatch, spatial_merge_size: int) -> list[_Row]:
     completions = batch.completion_ids.tolist()
     rows = []
     for r, p in enumerate(batch.prompt_lengths):
-        images = [i for i, o in enumerate(owner) if o == r]
+        images = shown[r]
         pixels = [batch.pixel_values[starts[i] : ends[i]] for i in images]
         rows.append(
             _Row(
@@ -105,6 +107,7 @@ def _rows(batch: PolicyBatch, spatial_merge_size: int) -> list[_Row]:
                 completion=completions[r][: lengths[r]],
                 pixels=pixels[0] if len(pixels) == 1 else torch.cat([batch.pixel_values[:0], *pixels]),
                 grids=batch.image_grid_thw[images],
+                images=(place, *images),
             )
         )
     return rows
@@ -116,14 +119,14 @@ def prompt_groups(batch: PolicyBatch, spatial_merge_size: int) -> list[list[int]
 
 
 def _groups(rows: Sequence[_Row]) -> list[list[int]]:
-    import torch
-
     groups: list[list[int]] = []
     by_key: dict[tuple, list[int]] = {}
     for r, row in enumerate(rows):
         key = (tuple(row.prompt), tuple(map(tuple, row.grids.tolist())))
         candidates = by_key.setdefault(key, [])
-        same = next((g for g in candidates if torch.equal(rows[groups[g][0]].pixels, row.pixels)), None)
+        # Rows of one batch that show the same images hold them once (``build_batch``); rows of two
+        # batches (DPO's chosen and rejected sides) are compared by their pixels.
+        same = next((g for g in candidates if _same_images(rows[groups[g][0]], row)), None)
         if same is None:
             candidates.append(len(groups))
             groups.append([r])
@@ -132,12 +135,18 @@ def _groups(rows: Sequence[_Row]) -> list[list[int]]:
     return groups
 
 
+def _same_images(a: _Row, b: _Row) -> bool:
+    import torch
+
+    return a.images == b.images or torch.equal(a.pixels, b.pixels)
+
+
 def pack(*batches: PolicyBatch, spatial_merge_size: int) -> PackedBatch:
     """The rows of ``batches`` (in order) packed by prompt; run it on the CPU, then ``.to(device)``:
     each prompt's pixels travel once."""
     import torch
 
-    rows = [row for batch in batches for row in _rows(batch, spatial_merge_size)]
+    rows = [row for place, batch in enumerate(batches) for row in _rows(batch, spatial_merge_size, place)]
     groups = _groups(rows)
     width = max(b.completion_ids.shape[1] for b in batches)  # the per-row path's [B, C]
     sequences = [_sequence(rows, members, width) for members in groups]

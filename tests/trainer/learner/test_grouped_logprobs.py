@@ -101,7 +101,7 @@ def test_packing_holds_each_prompt_and_its_pixels_once(batch) -> None:
     assert packed.input_ids.shape[0] == len(GROUPS)
     patches = int(batch.image_grid_thw[0].prod())
     assert packed.pixel_values.shape[0] == len(GROUPS) * patches
-    assert batch.pixel_values.shape[0] == len(ROWS) * patches
+    assert batch.pixel_values.shape[0] == len(GROUPS) * patches  # three screenshots, each held once
     p = batch.prompt_lengths[0]
     # the repeated completion of row 3 is packed once: three distinct completions after the prompt
     assert packed.attention_mask[0].sum() == p + 3 + 2 + 5
@@ -119,7 +119,7 @@ def test_micro_batches_keep_a_group_together() -> None:
         [10, 11, 12, 13, 14, 15, 16, 17],
         [18, 19],
     ]
-    # left-out rows (zero advantage) free room; every micro-batch is sorted (select_rows' image order)
+    # left-out rows (zero advantage) free room; every micro-batch is sorted
     assert group_micro_batches([[4, 0, 2], [1, 3]], [0, 1, 3, 4], 4) == [[0, 1, 3, 4]]
 
 
