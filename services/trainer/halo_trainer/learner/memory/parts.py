@@ -30,8 +30,10 @@ What is counted, from the model's config and the run's settings (GiB = 2**30 byt
 * **vision**: the frozen tower keeps nothing for the backward, only its outputs (image
   embeddings and DeepStack features); a tower trained in full keeps its blocks' activations
   (measured per patch, like the decoder layers);
-* **inputs**: the micro-batch's pixels (float32, as the processor makes them) and, under a
-  structured-output grammar, its allowed-token masks ([rows, completion, vocab] booleans);
+* **inputs**: the micro-batch's pixels (float32, as the processor makes them), once per
+  screenshot: the batch holds each distinct screenshot once and the grouped path gives the model a
+  prompt's images once (``screenshot_pixel_bytes``); under a structured-output grammar, its
+  allowed-token masks ([rows, completion, vocab] booleans);
 * **CUDA context** of the trainer's process and a **margin** for the allocator's fragmentation.
 
 The KL reference pass (``kl_coef > 0``) runs without gradients before each micro-batch's gradient
@@ -117,15 +119,32 @@ class Workload:
         return -(-self.rows() // min(share, self.rows()))
 
 
-def prompt_tokens(dims: ModelDims, work: Workload) -> int:
-    patches = image_patches(
+def screenshot_patches(dims: ModelDims, work: Workload) -> int:
+    """Vision patches of one screenshot at the run's viewport (3,520 for the 8B at 1280x720)."""
+    return image_patches(
         *work.viewport,
         max_pixels=work.max_pixels,
         min_pixels=work.min_pixels,
         patch_size=dims.patch_size,
         merge=dims.spatial_merge_size,
     )
-    return patches // dims.spatial_merge_size**2 + work.prompt_text_tokens
+
+
+def screenshot_pixel_bytes(dims: ModelDims, work: Workload) -> int:
+    """One screenshot's pixels as the processor makes them: a float32 vector per patch of
+    channels x temporal patch x patch x patch values (1,536 for Qwen3-VL)."""
+    width = dims.in_channels * dims.temporal_patch_size * dims.patch_size**2
+    return screenshot_patches(dims, work) * width * 4
+
+
+def update_pixel_bytes(dims: ModelDims, work: Workload, screenshots: int) -> int:
+    """The pixels an update's batch holds on the host, ``screenshots`` distinct ones (a step-group run:
+    jobs_per_update x max_steps states at the most), each once whatever the number of its rows."""
+    return screenshots * screenshot_pixel_bytes(dims, work)
+
+
+def prompt_tokens(dims: ModelDims, work: Workload) -> int:
+    return screenshot_patches(dims, work) // dims.spatial_merge_size**2 + work.prompt_text_tokens
 
 
 def _coefficient(table: dict[tuple[str, bool], int], dtype: str, checkpointing: bool, width: float) -> float:
@@ -141,13 +160,7 @@ def breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, s
     prompt = prompt_tokens(dims, work)
     tokens = prompts * prompt + rows * work.completion_tokens
     packed_length = prompt + -(-rows // prompts) * work.completion_tokens
-    patches = prompts * image_patches(
-        *work.viewport,
-        max_pixels=work.max_pixels,
-        min_pixels=work.min_pixels,
-        patch_size=dims.patch_size,
-        merge=dims.spatial_merge_size,
-    )
+    patches = prompts * screenshot_patches(dims, work)
     completion = rows * work.completion_tokens
     text_scale = (dims.hidden_size + dims.intermediate_size) / (
         MEASURED_WIDTHS["hidden_size"] + MEASURED_WIDTHS["intermediate_size"]
@@ -198,8 +211,8 @@ def breakdown(dims: ModelDims, work: Workload) -> tuple[list[tuple[str, float, s
         items.append(("vision activations (trained)", kept / GIB, f"{patches} patches x {vision_blocks} blocks"))
     head_per_token = dims.vocab_size * (HEAD_SAVED_BYTES_PER_VOCAB + b + 4 * HEAD_TRANSIENT_FLOAT32_COPIES)
     items.append(("logits (completion positions)", completion * head_per_token / GIB, f"{completion} tokens"))
-    pixel_bytes = patches * dims.in_channels * dims.temporal_patch_size * dims.patch_size**2 * 4
-    items.append(("pixels of the micro-batch", pixel_bytes / GIB, "float32"))
+    pixel_bytes = prompts * screenshot_pixel_bytes(dims, work)
+    items.append(("pixels of the micro-batch", pixel_bytes / GIB, f"{prompts} screenshots, float32"))
     if work.grammar:
         items.append(("grammar masks", completion * dims.vocab_size / GIB, "bool [rows, completion, vocab]"))
     items.append(("CUDA context", CUDA_CONTEXT_GIB, "the trainer's process"))
