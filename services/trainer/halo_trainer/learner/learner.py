@@ -29,7 +29,8 @@ rebuilds each prompt and refuses one whose token ids differ from vLLM's, and
 the two actions of DPO pairs at one state) get one prompt pass, vision tower included, instead of
 one each; the same log-probs and gradients. Micro-batches keep a group's rows together, and each is
 packed on the CPU (``grouped.pack``: each prompt's pixels once) and moved to the device alone, so
-the device never holds the whole update's batch. The entropy metric is read from the logits the
+the device never holds the whole update's batch; the batch itself holds each screenshot's pixels
+once, and a micro-batch takes those its rows show (``inputs.select_rows``). The entropy metric is read from the logits the
 log-prob function computes (a forward hook on ``lm_head``), so nothing is computed twice, and a
 chunk of positions at a time (``learner_batch.chunked_entropy``), so that its float32 copies do not
 raise the step's peak above the backward's.

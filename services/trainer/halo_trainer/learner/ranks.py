@@ -13,7 +13,8 @@ The loop holds a ``Leader`` where it held the learner. Each of those calls is fi
 the other ranks (``Channel``), then made here; in one process (no channel) the Leader only makes
 the call, so a run on one process is what it was before ranks existed. The word travels on a gloo
 group of its own: the batch is on the CPU where it was built (the learner moves each micro-batch to
-its device), and a rank waiting for the next update, or for the next run, is not bound by the
+its device), pickled with each screenshot's pixels once (the batch holds them once, its rows
+refer to them: ``halo_model.inputs``), and a rank waiting for the next update, or for the next run, is not bound by the
 timeout of the learner's own collectives.
 
 Ranks fail together. After each learner call every rank writes its outcome (None, or the error's
