@@ -59,3 +59,8 @@ def test_the_code_and_tests_cite_no_issue_numbers() -> None:
         for m in pattern.finditer(path.read_text(encoding="utf-8", errors="replace"))
     ]
     assert not cited, cited
+
+
+def test_the_readme_stays_a_guide_of_under_220_lines() -> None:
+    """Experiments and their figures go to docs/results.md; the README says how to use what holds."""
+    assert len(README.splitlines()) < 220
