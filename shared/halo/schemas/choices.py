@@ -33,6 +33,7 @@ class Advantage(StrEnum):
     DR_GRPO = "dr_grpo"  # A = r - mean(r)
     GRPO = "grpo"  # A = (r - mean(r)) / (std(r) + eps)
     RLOO = "rloo"  # A = r - mean of the other G - 1 rewards (REINFORCE leave-one-out)
+    REINFORCE_PP_BASELINE = "reinforce_pp_baseline"  # A = (r - mean(r)) / std over the whole batch (REINFORCE++)
 
 
 class LossNorm(StrEnum):
@@ -40,6 +41,13 @@ class LossNorm(StrEnum):
 
     CONSTANT = "constant"  # max_tokens * G: every token weighs the same (Dr. GRPO; TRL's "dr_grpo")
     SEQUENCE = "sequence"  # each completion's own length, then G (GRPO; TRL's "grpo")
+
+
+class ImportanceLevel(StrEnum):
+    """What one importance ratio covers (the ratios: ``halo_trainer.learner.objective.RATIOS``)."""
+
+    TOKEN = "token"  # one ratio per token (PPO, GRPO)
+    SEQUENCE = "sequence"  # one per completion: exp(mean over its tokens of the log-ratio) (GSPO)
 
 
 # A run saved when one knob, loss_type, chose both: what each of its values meant.

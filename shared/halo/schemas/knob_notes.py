@@ -25,7 +25,17 @@ NOTES: dict[str, str] = {
     ),
     "advantage": (
         "The advantage estimator: `dr_grpo` A = r - mean(r); `grpo` divides that by std(r); `rloo` A = r - the "
-        "mean of the other rewards of the group (docs/objective.md)."
+        "mean of the other rewards of the group; `reinforce_pp_baseline` (REINFORCE++-baseline) divides r - mean(r) "
+        "by the standard deviation of those differences over the whole update's batch, not the group's "
+        "(docs/objective.md)."
+    ),
+    "importance_level": (
+        "What one importance ratio covers. `token`: one ratio per token (PPO, GRPO). `sequence`: GSPO's one ratio "
+        "per completion, exp of the mean over its tokens of log pi_learner - log pi_behaviour, clipped per "
+        "completion; the TIS weight (`tis_cap`) is then per completion too. A sequence ratio stays much closer to 1 "
+        "than a token's, so GSPO's clip is far narrower: the paper (and TRL) use clip_eps_low 3e-4 and "
+        "clip_eps_high 4e-4, set them with it. GSPO's own normaliser is each completion's mean (`loss_norm` "
+        "sequence); `constant` weighs each completion by its length (docs/objective.md)."
     ),
     "loss_norm": (
         "`constant`: the summed token losses divided by (max_tokens * G), so every token weighs the same; "

@@ -74,6 +74,19 @@ def test_episode_advantages_credit_every_step_with_its_episode_return():
     assert lone.groups == [] and lone.dropped_singleton == 2
 
 
+def test_an_updates_groups_share_reinforce_pps_batch_scale():
+    # Centred rewards [0, -1, -1, 2] and [0.5, -0.5]: squares sum to 6 + 0.5 over six completions.
+    ts = [tr("g", "e", r, i=i) for i, r in enumerate([1.0, 0.0, 0.0, 3.0])]
+    ts2 = [tr("h", "e", r, i=10 + i) for i, r in enumerate([1.0, 0.0])]
+    a, b = advantages([ts, ts2], GroupMode.STEP, "reinforce_pp_baseline")
+    std = (6.5 / 6) ** 0.5
+    assert a == pytest.approx([0.0, -1 / std, -1 / std, 2 / std]) and b == pytest.approx([0.5 / std, -0.5 / std])
+    # Episode groups: one value per episode, every step of it gets its episode's.
+    eps = [tr("g", "e0", 0.1, ret=1.0, i=0), tr("g", "e0", 0.9, ret=1.0, i=1), tr("g", "e1", -1.0, ret=-1.0, i=2)]
+    [adv] = advantages(select_groups(eps, 0, 2, GroupMode.EPISODE).groups, GroupMode.EPISODE, "reinforce_pp_baseline")
+    assert adv == pytest.approx([1.0, 1.0, -1.0])
+
+
 def test_rollout_metrics_follow_the_seeds_table():
     same = [tr("a", "e", 0.1, i=i) for i in range(4)]
     spread = [tr("b", "e", r, i=10 + i) for i, r in enumerate([0.0, 10.0])]

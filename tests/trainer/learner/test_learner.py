@@ -205,6 +205,22 @@ def test_stale_behaviour_logprobs_give_ratios_and_clipping(base_model, processor
     assert metrics["train/clip_frac"] == pytest.approx(3 / 5)
 
 
+def test_the_learner_passes_its_importance_level_to_the_objective(base_model, processor) -> None:
+    """vLLM's log-probs off by +1, 0, -1 and +0.5, -0.5 nats: every completion's mean log-ratio is 0,
+    so at sequence level (GSPO) each ratio is 1 and nothing is clipped; per token the clip acts."""
+    batch = group_batch(processor, [1.0, -1.0])
+    offsets = torch.tensor([[1.0, 0.0, -1.0], [0.5, -0.5, 0.0]])
+    behaviour = Learner(tiny_model(base_model), config()).logprobs(batch) - offsets
+    stale = replace(batch, behaviour_logprobs=behaviour)
+    seq = Learner(tiny_model(base_model), config(importance_level="sequence")).update(stale)
+    tok = Learner(tiny_model(base_model), config()).update(stale)
+    assert seq["train/ratio_min"] == pytest.approx(1.0, abs=1e-4) and seq["train/ratio_max"] == pytest.approx(
+        1.0, abs=1e-4
+    )
+    assert seq["train/clip_frac"] == 0.0 and tok["train/clip_frac"] > 0.0
+    assert tok["train/ratio_max"] == pytest.approx(torch.e, rel=1e-4)
+
+
 def test_a_tis_cap_truncates_the_importance_weight_in_the_update(base_model, processor) -> None:
     """The learner passes its ``tis_cap`` to the objective: vLLM saw every token e^1 times less
     likely, a cap of 2 truncates all of them (without the cap none is truncated and the PPO clip

@@ -10,6 +10,7 @@ import torch
 from halo_trainer.learner.objective import (
     LossStats,
     advantages_by_group,
+    batch_advantages,
     group_advantages,
     policy_loss,
     token_logprobs_and_entropy,
@@ -35,7 +36,7 @@ def test_grpo_advantage_divides_by_unbiased_std_plus_eps() -> None:
     assert close(adv, [expected, -expected, -expected, expected], tol=1e-6)
 
 
-@pytest.mark.parametrize("advantage", ["dr_grpo", "grpo", "rloo"])
+@pytest.mark.parametrize("advantage", ["dr_grpo", "grpo", "rloo", "reinforce_pp_baseline"])
 def test_zero_variance_group_gets_exactly_zero_advantage(advantage: str) -> None:
     # 0.1 * 3 / 3 != 0.1 in floating point: the zero must be forced, not left to rounding.
     adv = group_advantages(torch.tensor([0.1, 0.1, 0.1]), advantage)
@@ -60,6 +61,47 @@ def test_rloo_equals_trls_rloo_advantage() -> None:
     trl = (grouped - (grouped.sum(dim=1, keepdim=True) - grouped) / (4 - 1)).flatten()
     ours = advantages_by_group(rewards.tolist(), [0, 0, 0, 0, 1, 1, 1, 1], "rloo")
     assert close(ours, trl.tolist(), tol=1e-6)
+
+
+def test_reinforce_pp_baseline_scales_by_the_batchs_std_not_the_groups() -> None:
+    # Worked by hand: centred rewards [.5, -.5, -.5, .5] and [-.125, -.125, -.125, .375], plus a flat
+    # group [0, 0]; the sum of squares is 1 + 0.1875 over 10 completions (population std).
+    groups = [torch.tensor(g, dtype=torch.float64) for g in ([1, 0, 0, 1], [0.5, 0.5, 0.5, 1.0], [0.3, 0.3])]
+    std = math.sqrt(1.1875 / 10)
+    a, b, flat = batch_advantages(groups, "reinforce_pp_baseline")
+    assert close(a, [0.5 / std, -0.5 / std, -0.5 / std, 0.5 / std], tol=1e-12)
+    assert close(b, [-0.125 / std, -0.125 / std, -0.125 / std, 0.375 / std], tol=1e-12)
+    assert torch.equal(flat, torch.zeros(2, dtype=torch.float64))
+    # Each group alone would be scaled by its own spread (grpo's difficulty bias); the batch's is shared:
+    # the nearly-flat group keeps advantages 3/4 of the size of the other's.
+    assert b.max() / a.max() == pytest.approx(0.75)
+    # A tensor's leading dimensions are one batch, and a group of one has no say in the scale.
+    two = group_advantages(torch.stack(groups[:2]), "reinforce_pp_baseline")
+    assert close(two * math.sqrt(1.1875 / 8), [[0.5, -0.5, -0.5, 0.5], [-0.125, -0.125, -0.125, 0.375]], tol=1e-12)
+    ragged = advantages_by_group([1.0, 0.0, 0.7, 0.0, 1.0], ["a", "a", "b", "a", "a"], "reinforce_pp_baseline")
+    assert close(ragged, [1.0, -1.0, 0.0, -1.0, 1.0], tol=1e-6)
+
+
+def test_reinforce_pp_baseline_equals_openrlhfs() -> None:
+    """OpenRLHF v0.11.0 (``openrlhf/trainer/ppo_utils/experience_maker.py``, the advantage step for
+    ``--advantage_estimator reinforce_baseline``) written out, with no KL in the reward: rewards
+    viewed as [prompts, n], minus the group's mean; each token's return (gamma 1, the reward on the
+    last token) is that; then mean and variance over every completion token of the batch,
+    ``(A - mean) * var.clamp(min=1e-8).rsqrt()``. With completions of one length its token weights
+    are our completion weights."""
+    n, length = 4, 3
+    rewards = torch.tensor([0.3, 1.0, 0.0, 0.0, 0.5, 0.5, 0.25, 1.0, 0.0, 0.0, 0.0, 0.1], dtype=torch.float64)
+    centred = (rewards.reshape(-1, n) - rewards.reshape(-1, n).mean(-1, keepdim=True)).reshape(-1)
+    action_mask = torch.ones(len(rewards), length, dtype=torch.float64)
+    per_token = torch.zeros(len(rewards), length, dtype=torch.float64)
+    per_token[:, -1] = centred  # compute_reward: the reward on the last action token
+    returns = per_token.flip(-1).cumsum(-1).flip(-1)  # get_cumulative_returns with gamma = 1
+    flat, mask = returns.flatten(), action_mask.flatten()
+    mean = (flat * mask).sum() / mask.sum()
+    var = ((flat - mean).pow(2) * mask).sum() / mask.sum()
+    openrlhf = (returns - mean) * var.clamp(min=1e-8).rsqrt()
+    ours = advantages_by_group(rewards.tolist(), [i // n for i in range(len(rewards))], "reinforce_pp_baseline")
+    assert close(openrlhf, ours.unsqueeze(-1).expand(-1, length).tolist(), tol=1e-6)
 
 
 def test_advantages_broadcast_over_leading_dims_and_ragged_groups() -> None:

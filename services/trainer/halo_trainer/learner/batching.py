@@ -17,26 +17,32 @@ from halo.screenshots import ScreenshotStore
 from halo_model.grammar import grammar_masks
 from halo_model.inputs import SampleRecord, build_batch
 from halo_trainer.learner.learner import LearnerBatch
-from halo_trainer.learner.objective import group_advantages
+from halo_trainer.learner.objective import batch_advantages
 
 
 def advantages(groups: Sequence[Sequence[Transition]], mode: GroupMode, advantage: str) -> list[list[float]]:
-    """Per-transition advantages, one list per group.
+    """Per-transition advantages, one list per group; the groups are one batch (a batch-level
+    estimator such as REINFORCE++'s scales them together).
 
     Step groups compare the N candidates' immediate rewards at one state. Episode groups compare
     the N episodes' returns; every transition of an episode gets its episode's advantage.
     """
-    out: list[list[float]] = []
+    rewards: list[torch.Tensor] = []
+    episodes: list[list[str]] = []
     for members in groups:
         if mode is GroupMode.STEP:
-            rewards = torch.tensor([t.reward.total for t in members], dtype=torch.float64)
-            out.append(group_advantages(rewards, advantage).tolist())
+            rewards.append(torch.tensor([t.reward.total for t in members], dtype=torch.float64))
         else:
-            episodes = sorted({t.episode_id for t in members})
+            episodes.append(sorted({t.episode_id for t in members}))
             returns = {t.episode_id: t.episode_return or 0.0 for t in members}
-            adv = group_advantages(torch.tensor([returns[e] for e in episodes], dtype=torch.float64), advantage)
-            by_episode = dict(zip(episodes, adv.tolist(), strict=True))
-            out.append([by_episode[t.episode_id] for t in members])
+            rewards.append(torch.tensor([returns[e] for e in episodes[-1]], dtype=torch.float64))
+    per_group = batch_advantages(rewards, advantage)
+    if mode is GroupMode.STEP:
+        return [adv.tolist() for adv in per_group]
+    out: list[list[float]] = []
+    for members, ids, adv in zip(groups, episodes, per_group, strict=True):
+        by_episode = dict(zip(ids, adv.tolist(), strict=True))
+        out.append([by_episode[t.episode_id] for t in members])
     return out
 
 

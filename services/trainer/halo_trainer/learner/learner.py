@@ -281,6 +281,7 @@ class Learner:
                 max_completion_tokens=cfg.max_tokens,
                 num_sequences=len(batch),
                 tis_cap=cfg.tis_cap,
+                importance_level=cfg.importance_level,
             )
             if not counts:
                 (loss * 0).backward()  # a repeat that keeps this rank's collectives in step with the others

@@ -10,7 +10,9 @@ log-probs the sampler reported when it drew the token ``logp_b`` and those of th
     A_i      = r_i - mean(r)                                     (advantage dr_grpo)
              = (r_i - mean(r)) / (std(r) + eps)                  (grpo)
              = r_i - mean_{j != i} r_j = G/(G-1) (r_i - mean(r))  (rloo)
-    rho_i,t  = exp(logp_i,t - logp_b_i,t)
+             = (r_i - mean(r)) / std_batch(r - mean(r))          (reinforce_pp_baseline)
+    rho_i,t  = exp(logp_i,t - logp_b_i,t)                        (importance_level token)
+             = exp(mean_u m_i,u (logp_i,u - logp_b_i,u))         (sequence: GSPO)
     pg_i,t   = -min(rho_i,t * A_i, clip(rho_i,t, 1 - eps_low, 1 + eps_high) * A_i)
     kl_i,t   = exp(logp_ref_i,t - logp_i,t) - (logp_ref_i,t - logp_i,t) - 1      (k3 estimator)
     loss     = sum_i sum_t m_i,t (pg_i,t + kl_coef * kl_i,t) / (T_max * G)      (loss_norm constant)
@@ -28,6 +30,19 @@ How this differs from textbook GRPO (DeepSeekMath, Shao et al. 2024):
   ``loss_type``), each a table entry below: ``ESTIMATORS`` and ``NORMALISERS``. RLOO (Ahmadian et
   al. 2024, "Back to Basics") is the leave-one-out baseline: each completion is compared with the
   mean of the others, an unbiased baseline that is G/(G-1) times Dr. GRPO's advantage.
+* REINFORCE++-baseline (Hu 2025, "REINFORCE++", arXiv:2501.03262; OpenRLHF's
+  ``reinforce_baseline``) keeps the group's mean as the baseline but divides by the standard
+  deviation of the centred rewards over the whole update's batch, so the step size is independent
+  of the reward's scale without grpo's per-group difficulty bias. It is the one estimator that
+  needs the batch: every estimator takes one update's groups (``Estimator``), the others look at
+  one group at a time.
+* The importance ratio's level is a third table, ``RATIOS``. ``sequence`` is GSPO (Zheng et al.
+  2025, "Group Sequence Policy Optimization", arXiv:2507.18071; TRL's
+  ``importance_sampling_level="sequence"``): one ratio per completion, the geometric mean of its
+  tokens' ratios, clipped per completion, since the reward is one per completion too; token ratios
+  add per-token noise that the clip then acts on. Its clip range is far narrower (GSPO uses eps
+  3e-4 / 4e-4). With one advantage per completion GSPO-token (``sg[s_i] pi / sg[pi]``) has the
+  same value and gradient, so it is no separate entry.
 * A constant normaliser instead of each sequence's own length. GRPO's ``1/|o_i|`` gives the tokens
   of a short completion more weight than those of a long one, so long wrong answers are penalised
   less per token (a length bias). Here every token of every completion weighs the same.
@@ -58,6 +73,8 @@ How this differs from textbook GRPO (DeepSeekMath, Shao et al. 2024):
   the gradient is ``-w A grad logp``, the policy gradient importance-weighted towards vLLM's
   samples with the weight truncated (bias for bounded variance). Staleness (a rollout from an older
   adapter) is in w too. Without a cap (``tis_cap=None``) the objective is the coupled one above.
+  The importance level applies to w as to rho: at ``sequence`` level w_i is the completion's
+  geometric-mean ratio to vLLM, truncated (TRL's own vLLM correction is a separate setting).
 * The KL term is 0 by default (Dr. GRPO drops it); when used it is the same k3 estimator as
   DeepSeekMath's, against the base model (the LoRA adapter disabled) rather than an SFT copy.
 
@@ -75,7 +92,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from halo.schemas.choices import Advantage, LossNorm
+from halo.schemas.choices import Advantage, ImportanceLevel, LossNorm
 
 
 def _dr_grpo(rewards: Tensor, eps: float) -> Tensor:
@@ -91,12 +108,33 @@ def _rloo(rewards: Tensor, eps: float) -> Tensor:
     return rewards - others
 
 
-# The advantage estimators: rewards[..., G] (G >= 2) -> advantages[..., G]. A new one is an entry here
-# and a value of halo.schemas.choices.Advantage (docs/trainer.md, "Adding an algorithm").
-ESTIMATORS: dict[Advantage, Callable[[Tensor, float], Tensor]] = {
-    Advantage.DR_GRPO: _dr_grpo,
-    Advantage.GRPO: _grpo,
-    Advantage.RLOO: _rloo,
+# One update's groups, rewards[..., G_k] each (G_k >= 2) -> their advantages, same shapes. Most
+# estimators look at one group at a time (``_each_group``); REINFORCE++'s needs the whole batch.
+Estimator = Callable[[list[Tensor], float], list[Tensor]]
+
+
+def _each_group(estimator: Callable[[Tensor, float], Tensor]) -> Estimator:
+    """An estimator that looks at one group at a time, applied to every group of the batch."""
+    return lambda groups, eps: [estimator(rewards, eps) for rewards in groups]
+
+
+def _reinforce_pp_baseline(groups: list[Tensor], eps: float) -> list[Tensor]:
+    # The group's mean is the baseline, the batch's spread the scale: a group whose rewards barely
+    # differ keeps small advantages (no difficulty bias, unlike grpo), yet the step size does not
+    # depend on the reward's units. Population std over completions, floored at eps, as OpenRLHF.
+    centred = [_dr_grpo(rewards, eps) for rewards in groups]
+    every = torch.cat([c.flatten() for c in centred])
+    scale = every.pow(2).mean().clamp(min=eps * eps).rsqrt()  # the batch mean of r - mean(r) is 0
+    return [c * scale for c in centred]
+
+
+# The advantage estimators. A new one is an entry here and a value of
+# halo.schemas.choices.Advantage (docs/trainer.md, "Adding an algorithm").
+ESTIMATORS: dict[Advantage, Estimator] = {
+    Advantage.DR_GRPO: _each_group(_dr_grpo),
+    Advantage.GRPO: _each_group(_grpo),
+    Advantage.RLOO: _each_group(_rloo),
+    Advantage.REINFORCE_PP_BASELINE: _reinforce_pp_baseline,
 }
 
 # The loss normalisers: masked per-token losses [B, T] -> each sequence's share [B] (before / G).
@@ -106,18 +144,51 @@ NORMALISERS: dict[LossNorm, Callable[[Tensor, Tensor, int], Tensor]] = {
 }
 
 
+def _sequence_log_ratio(log_ratio: Tensor, mask: Tensor) -> Tensor:
+    # GSPO's s_i = exp(mean_t log-ratio), laid on every token of the sequence so that the clip, the
+    # TIS weight and the normalisers stay per-token code. Its gradient reaches each token through
+    # the mean: d s_i / d logp_i,t = s_i / |o_i|, GSPO's (and, with one advantage per completion,
+    # GSPO-token's: sg[s_i] * pi / sg[pi] has the same value and gradient).
+    mean = (log_ratio * mask).sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1.0)
+    return mean.expand_as(log_ratio)
+
+
+# The importance-ratio levels: per-token log-ratios [B, T] and the mask -> the log of each token's
+# ratio [B, T]. A new one is an entry here and a value of halo.schemas.choices.ImportanceLevel.
+RATIOS: dict[ImportanceLevel, Callable[[Tensor, Tensor], Tensor]] = {
+    ImportanceLevel.TOKEN: lambda log_ratio, mask: log_ratio,
+    ImportanceLevel.SEQUENCE: _sequence_log_ratio,
+}
+
+
+def batch_advantages(
+    groups: Sequence[Tensor], advantage: Advantage | str = Advantage.DR_GRPO, eps: float = 1e-4
+) -> list[Tensor]:
+    """Advantages of one update's groups, each ``rewards[..., G_k] -> A[..., G_k]``.
+
+    A group of one, or one whose rewards are all equal, gets exactly zero advantage; a group of
+    one has no baseline, so a batch-level estimator does not see it either.
+    """
+    estimator = ESTIMATORS[Advantage(advantage)]
+    groups = [r.to(torch.float32) if not r.is_floating_point() else r for r in groups]
+    out = [torch.zeros_like(r) for r in groups]
+    scored = [i for i, r in enumerate(groups) if r.shape[-1] >= 2]
+    if not scored:
+        return out
+    for i, centred in zip(scored, estimator([groups[i] for i in scored], eps), strict=True):
+        rewards = groups[i]
+        flat = rewards.amax(dim=-1, keepdim=True) == rewards.amin(dim=-1, keepdim=True)
+        out[i] = torch.where(flat, torch.zeros_like(centred), centred)
+    return out
+
+
 def group_advantages(rewards: Tensor, advantage: Advantage | str = Advantage.DR_GRPO, eps: float = 1e-4) -> Tensor:
-    """Advantages for groups laid along the last dimension: ``rewards[..., G] -> A[..., G]``.
+    """Advantages for groups laid along the last dimension: ``rewards[..., G] -> A[..., G]``; the
+    groups along the leading dimensions are one batch (for a batch-level estimator).
 
     A group of one, or one whose rewards are all equal, gets exactly zero advantage.
     """
-    estimator = ESTIMATORS[Advantage(advantage)]
-    rewards = rewards.to(torch.float32) if not rewards.is_floating_point() else rewards
-    if rewards.shape[-1] < 2:
-        return torch.zeros_like(rewards)
-    centred = estimator(rewards, eps)
-    flat = rewards.amax(dim=-1, keepdim=True) == rewards.amin(dim=-1, keepdim=True)
-    return torch.where(flat, torch.zeros_like(centred), centred)
+    return batch_advantages([rewards], advantage, eps)[0]
 
 
 def advantages_by_group(
@@ -133,9 +204,9 @@ def advantages_by_group(
     members: dict[Hashable, list[int]] = {}
     for index, group in enumerate(group_ids):
         members.setdefault(group, []).append(index)
-    for index in members.values():
-        group_rewards = torch.tensor([rewards[i] for i in index], dtype=torch.float32)
-        out[index] = group_advantages(group_rewards, advantage, eps)
+    groups = [torch.tensor([rewards[i] for i in index], dtype=torch.float32) for index in members.values()]
+    for index, adv in zip(members.values(), batch_advantages(groups, advantage, eps), strict=True):
+        out[index] = adv
     return out
 
 
@@ -219,12 +290,14 @@ def policy_loss(
     num_sequences: int | None = None,
     tis_cap: float | None = None,
     old_logprobs: Tensor | None = None,
+    importance_level: ImportanceLevel | str = ImportanceLevel.TOKEN,
 ) -> tuple[Tensor, LossStats]:
     """The loss of the module docstring over per-token tensors ``[B, T]`` and ``advantages[B]``.
 
     ``tis_cap``: truncated importance sampling against ``behaviour_logprobs``, the PPO ratio then
     against ``old_logprobs`` (default: ``logprobs`` detached, the learner before this step).
     The ``ratio_*`` statistics are the importance ratio against vLLM in both forms.
+    ``importance_level``: what one ratio covers (``RATIOS``), for the PPO ratio and the TIS weight alike.
 
     Only positions where ``completion_mask`` is set count; values elsewhere (padding, prompt) are
     ignored, whatever they hold. ``max_completion_tokens`` is Dr. GRPO's constant (default: T).
@@ -232,6 +305,7 @@ def policy_loss(
     that summed micro-batch losses equal the full-batch loss.
     """
     loss_norm = LossNorm(loss_norm)
+    level = RATIOS[ImportanceLevel(importance_level)]
     if logprobs.shape != behaviour_logprobs.shape or logprobs.shape != completion_mask.shape:
         raise ValueError(
             f"shape mismatch: logprobs {tuple(logprobs.shape)}, behaviour {tuple(behaviour_logprobs.shape)}, "
@@ -250,15 +324,18 @@ def policy_loss(
     log_ratio = torch.where(on, logprobs - behaviour_logprobs.to(logprobs.dtype), zeros)
     weight = None
     truncated = torch.zeros_like(on)
+    # The level applies to every ratio: at sequence level (GSPO) the TIS weight is the sequence's
+    # geometric-mean ratio to vLLM, truncated, so no single token's mismatch re-enters the weight.
     if tis_cap is None:
-        ratio = log_ratio.exp()
+        ratio = level(log_ratio, mask).exp()
         behaviour_ratio = ratio
     else:
         old = logprobs.detach() if old_logprobs is None else old_logprobs.to(logprobs.dtype)
-        behaviour_ratio = torch.where(on, old - behaviour_logprobs.to(logprobs.dtype), zeros).exp().detach()
+        behaviour_log_ratio = torch.where(on, old - behaviour_logprobs.to(logprobs.dtype), zeros)
+        behaviour_ratio = level(behaviour_log_ratio, mask).exp().detach()
         weight = behaviour_ratio.clamp(max=tis_cap)
         truncated = behaviour_ratio > tis_cap
-        ratio = torch.where(on, logprobs - old, zeros).exp()
+        ratio = level(torch.where(on, logprobs - old, zeros), mask).exp()
     unclipped = ratio * adv
     if clip_eps_low is None and clip_eps_high is None:
         surrogate = unclipped
