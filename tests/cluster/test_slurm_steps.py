@@ -14,9 +14,7 @@ SBATCH = Path(__file__).resolve().parents[2] / "deploy/slurm/halo.sbatch"
 
 # One `srun` command: its words up to the end of the command (a newline, `;`, `|` or `&`), where a
 # quoted word may span lines and a redirection such as `2>&1` is no command end.
-SRUN = re.compile(
-    r"""\bsrun\b(?P<args>(?:'[^']*'|"[^"]*"|\d*>&\d+|\\\n|[^'"\n;&|])*)(?P<end>&&|&|\|\||\||;|\n|$)"""
-)
+SRUN = re.compile(r"""\bsrun\b(?P<args>(?:'[^']*'|"[^"]*"|\d*>&\d+|\\\n|[^'"\n;&|])*)(?P<end>&&|&|\|\||\||;|\n|$)""")
 
 
 def steps(text: str) -> list[tuple[str | None, bool, list[str]]]:
