@@ -1,7 +1,8 @@
 """The cluster's deployment files, resolved as their tools read them (none is run here): the head's
 and a node's Compose files through `docker-compose config` (every image, network, command and
-environment value they resolve to), the KubeRay RayCluster and the Slurm example parsed, and every
-`halo` command the sbatch runs, with its options, checked against the CLI."""
+environment value they resolve to), the KubeRay files' environments as the kubelet would resolve
+them (their schemas: test_kuberay_schema.py), the Slurm example parsed, and every `halo` command the
+sbatch runs, with its options, checked against the CLI."""
 
 from __future__ import annotations
 
@@ -183,7 +184,7 @@ def test_a_file_without_its_required_values_is_refused_naming_them(tmp_path, fil
 
 
 def test_the_raycluster_manifest_has_a_head_a_rollout_group_and_token_auth() -> None:
-    manifest = yaml.safe_load((ROOT / "deploy/kuberay/raycluster.yaml").read_text())
+    manifest = _kube("raycluster.yaml")[0]
     assert (manifest["apiVersion"], manifest["kind"]) == ("ray.io/v1", "RayCluster")
     assert manifest["metadata"]["name"]
     lock = (ROOT / "requirements/lock.txt").read_text()
@@ -201,8 +202,12 @@ def test_the_raycluster_manifest_has_a_head_a_rollout_group_and_token_auth() -> 
         assert "secretKeyRef" in names["RAY_AUTH_TOKEN"]["valueFrom"], container["name"]
         assert names["HALO_DATA_DIR"]["value"] == "/data", container["name"]
         assert {"name": "halo-data", "mountPath": "/data"} in container["volumeMounts"], container["name"]
-    sup = {e["name"]: e.get("value", "") for e in containers["supervisor"]["env"] if "value" in e}
+    sup = _pod_env(containers["supervisor"])
     _settings_accept(sup, "halo.settings.cluster", "ClusterSettings")
+    assert sup["HALO_CLUSTER_ROLLOUT_NODES"] == str(group["replicas"])
+    # The nodes' workers sample from the replicas services.yaml's policy pods register, under one prefix.
+    assert (sup["HALO_CLUSTER_POLICY_REPLICAS"], sup["HALO_CLUSTER_KEY_PREFIX"]) == ("true", PREFIX)
+    assert "HALO_CLUSTER_POLICY_URL" not in sup
     # The supervisor is a Ray driver: it attaches to the head's raylet by the pod's IP, found in the
     # shared process table, through the raylet's sockets in the shared /tmp/ray.
     head_ip = next(e for e in containers["supervisor"]["env"] if e["name"] == "HALO_CLUSTER_HEAD_IP")
@@ -211,6 +216,55 @@ def test_the_raycluster_manifest_has_a_head_a_rollout_group_and_token_auth() -> 
     for name in ("ray-head", "supervisor"):
         assert {"name": "ray-tmp", "mountPath": "/tmp/ray"} in containers[name]["volumeMounts"], name
     assert {"name": "ray-tmp", "emptyDir": {}} in head["template"]["spec"]["volumes"]
+
+
+def test_the_kuberay_policy_replicas_start_their_sidecar_and_the_trainer_uses_them() -> None:
+    objects = {(d["kind"], d["metadata"]["name"]): d for d in _kube("services.yaml")}
+    (policy,) = objects["Deployment", "halo-policy"]["spec"]["template"]["spec"]["containers"]
+    e = _pod_env(policy, pod_name="halo-policy-7d4b9-x2x4q", pod_ip="10.1.0.7")
+    _settings_accept(e, "halo.settings.policy", "PolicySettings")
+    assert (e["HALO_POLICY_REPLICA_PREFIX"], e["HALO_POLICY_TARGET"]) == (PREFIX, "gpu")
+    # The launcher's plan from exactly the pod's environment: the pod's name and address registered.
+    argv, sidecar_env = _planned_sidecar(e)
+    assert argv[1:] == [
+        "-m",
+        "halo_cluster",
+        "replica",
+        "--id",
+        "halo-policy-7d4b9-x2x4q",
+        "--url",
+        "http://10.1.0.7:8000",
+        "--max-loras",
+        "4",
+    ]
+    assert sidecar_env["HALO_REDIS_URL"] == SECRET["redis-url"]
+    assert (sidecar_env["HALO_CLUSTER_KEY_PREFIX"], sidecar_env["HALO_STORE_BACKEND"]) == (PREFIX, "shared_fs")
+    _cli_accepts([sys.executable, "-m", "halo_cluster", "replica"], argv[4:])
+    _settings_accept(sidecar_env, "halo.settings.cluster", "ClusterSettings")
+    (trainer,) = objects["Deployment", "halo-trainer"]["spec"]["template"]["spec"]["containers"]
+    t = _pod_env(trainer)
+    assert (t["HALO_TRAINER_POLICY_REPLICAS"], t["HALO_TRAINER_CLUSTER_NODES"]) == (PREFIX, PREFIX)
+    assert t["HALO_TRAINER_ROLLOUT_WORKERS"] == "0" and t["HALO_TRAINER_API_TOKEN"]
+    _settings_accept(t, "halo.settings.trainer", "TrainerSettings")
+    (redis,) = objects["Deployment", "halo-redis"]["spec"]["template"]["spec"]["containers"]
+    assert redis["args"][:2] == ["--requirepass", "$(HALO_REDIS_PASSWORD)"]
+    assert _pod_env(redis)["HALO_REDIS_PASSWORD"] == SECRET["redis-password"]
+
+
+def test_the_kuberay_secret_command_makes_every_key_the_pods_read() -> None:
+    text = (ROOT / "deploy/kuberay/raycluster.yaml").read_text()
+    made = set(re.findall(r"--from-literal=([\w-]+)=", text))
+    assert made == set(SECRET)
+    read = {
+        (ref["key"], bool(ref.get("optional")))
+        for doc in _kube("raycluster.yaml") + _kube("services.yaml")
+        for ref in _secret_refs(doc)
+    }
+    assert {key for key, optional in read if not optional} == made
+    # The Redis URL the command writes names the Redis Service and its port.
+    host, port = re.search(r"redis-url=redis://:\$PASS@([\w-]+):(\d+)/0", text).groups()
+    (service,) = [d for d in _kube("services.yaml") if d["kind"] == "Service" and d["metadata"]["name"] == host]
+    assert [p["port"] for p in service["spec"]["ports"]] == [int(port)]
 
 
 def test_the_sbatch_example_runs_only_halo_commands_that_exist() -> None:
@@ -276,3 +330,45 @@ def _wide() -> dict[str, str]:
     import os
 
     return {**os.environ, "COLUMNS": "300"}
+
+
+# The values `kubectl create secret` (raycluster.yaml's comment) puts in the halo-cluster secret, here.
+SECRET = {
+    "ray-token": "cluster-token",
+    "redis-password": "redis-pass",
+    "redis-url": "redis://:redis-pass@halo-redis:6379/0",
+    "trainer-api-token": "api-token",
+}
+
+
+def _kube(name: str) -> list[dict]:
+    text = (ROOT / "deploy/kuberay" / name).read_text().replace("${HALO_REGISTRY}", "registry.example.com/halo")
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def _pod_env(container: dict, pod_name: str = "halo-pod", pod_ip: str = "10.1.0.5") -> dict[str, str]:
+    """The container's environment as the kubelet resolves it, with SECRET as the secret's values."""
+    fields = {"metadata.name": pod_name, "status.podIP": pod_ip}
+    out = {}
+    for e in container.get("env", []):
+        source = e.get("valueFrom", {})
+        if "value" in e:
+            out[e["name"]] = e["value"]
+        elif "fieldRef" in source:
+            out[e["name"]] = fields[source["fieldRef"]["fieldPath"]]
+        elif source["secretKeyRef"]["key"] in SECRET:
+            out[e["name"]] = SECRET[source["secretKeyRef"]["key"]]
+        else:
+            assert source["secretKeyRef"].get("optional"), e["name"]
+    return out
+
+
+def _secret_refs(node):
+    if isinstance(node, dict):
+        if "secretKeyRef" in node:
+            yield node["secretKeyRef"]
+        for v in node.values():
+            yield from _secret_refs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _secret_refs(v)
