@@ -123,7 +123,9 @@ def train(
                     local_stack.up(say=say.print)
                 except RuntimeError as exc:
                     fail(str(exc))
-        run = RunStatus.model_validate(_api(client.post, "/runs", json=spec.model_dump(mode="json")).json())
+        run = RunStatus.model_validate(
+            _api(client.post, "/runs", json=spec.model_dump(mode="json", exclude_unset=True)).json()
+        )
         say.print(f"run [bold]{run.run_id}[/bold] submitted; folder {run.run_dir}")
         say.print(f"watch it at {viewer_link(url, run.run_id)} (curves, episodes; docs/viewer.md)")
         if read_token(settings):  # the viewer's stop and promote ask for it once per tab, never in a URL
