@@ -110,10 +110,12 @@ class Trainer:
     def __init__(self, final: RunStatus) -> None:
         self.final = final
         self.polls = 0
+        self.submitted: dict | None = None
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if request.method == "POST" and path == "/runs":
+            self.submitted = json.loads(request.content)
             return httpx.Response(201, text=status(RunState.PENDING, updates=0, policy_version=0).model_dump_json())
         if path == f"/runs/{RUN}":
             self.polls += 1
@@ -159,3 +161,12 @@ def test_train_json_of_a_failed_run_still_prints_it_and_exits_1(trainer: Trainer
     assert result.exit_code == 1
     assert json.loads(result.stdout)["state"] == "failed"
     assert "run ended failed: vLLM went away" in result.stderr
+
+
+def test_train_sends_only_the_settings_given(trainer: Trainer) -> None:
+    """The trainer fills in the rest: a knob this CLI knows and an older trainer does not is never
+    sent unless asked for (a stack started before the knob was added answered 422)."""
+    result = CliRunner().invoke(cli.app, ["train", "--domain", "playground", "--seed", "3", "--common-random-numbers"])
+    assert result.exit_code == 0, result.output
+    given = {"domain": "playground", "seed": 3, "common_random_numbers": True}
+    assert trainer.submitted == {**given, "algorithm": "grpo", "name": ""}  # the command's own two
