@@ -14,7 +14,7 @@ process, as the trainer service does, once per mode:
 - asynchronous: ``prefetch_updates = 1``, the next update's jobs stay in flight meanwhile.
 
 Same task (``local.playground-1``), episodes, seeds and evaluation (the tiny profile, N=8 step
-groups, 4 jobs per update, eval every 3 updates on 4 held-out seeds, docs/results.md's fixed-target
+groups, 4 jobs per update, eval every 3 updates on 4 held-out seeds, the lab notebook's fixed-target
 command); a fresh run (run id, learner from the base weights) each. A short warm-up run first
 pays the stack's first-use costs (vLLM's first requests, Chromium's first contexts) for neither
 mode. Env steps are the training candidates executed (one env ``/step`` each; evaluation episodes

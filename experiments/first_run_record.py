@@ -4,7 +4,7 @@ mean return at the last evaluation not below the first's. Per run also the tasks
 fixed click's share of the training jobs, and the most common greedy first action per evaluation
 (a collapse onto one action reads as one action at every task).
 
-    .venv/bin/python experiments/first_run_record.py var/runs/first-s* --out docs/data/first_run_seeds.json
+    .venv/bin/python experiments/first_run_record.py var/runs/first-s* --out notebook/data/first_run_seeds.json
 
 ``--keep`` keeps the records already in the ``--out`` file of runs whose folders are not given.
 

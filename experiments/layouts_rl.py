@@ -1,6 +1,6 @@
 """GRPO on a moving target's layouts with the learner sampling itself: a diagnostic, NOT a training path.
 
-Every moving-target run on the stack (docs/results.md) costs 8-20 s an update, most of it the
+Every moving-target run on the stack (notebook/) costs 8-20 s an update, most of it the
 rollout (vLLM and Chromium), so a session holds 200-600 updates of one setting. This script asks the
 question those runs could not afford to: does the RL update, as the learner makes it, teach the tiny
 model to read the button's position at all, and after how many updates? It keeps everything of an

@@ -11,7 +11,7 @@ slot's is 1000000 + slot. Nothing here trains; it reads ``config.json``, ``eval.
 ``episodes.jsonl`` (written for every training job when ``record_episodes_every`` is 1).
 
     .venv/bin/python experiments/moving_target_record.py var/runs/<run_a> var/runs/<run_b> \\
-        --block 40 --last-evals 5 --out docs/data/pg2_crn.json
+        --block 40 --last-evals 5 --out notebook/data/pg2_crn.json
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Can the tiny random-weight Qwen3-VL be given eyes? An experiment, NOT a training path.
 
-The RL runs on the moving target (docs/results.md) and their learner-alone replay
+The RL runs on the moving target (notebook/) and their learner-alone replay
 (``experiments/layouts_rl.py``) stay screen-blind: at the random-weight model, only 1-3 % of a
 layout's gradient depends on the screenshot, and RL's candidates change every update, so that
 part averages away. A pretrained Qwen3-VL is not like that: it was pretrained to point at what it

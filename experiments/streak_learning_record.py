@@ -1,5 +1,5 @@
 """What the pre-registered learning comparison on the streak task measures, read from its run folders
-(docs/preregistration-learning-pg13.md): per run, greedy held-out success and the greedy episodes
+(notebook/2026-11-28-preregistration-learning-pg13.md): per run, greedy held-out success and the greedy episodes
 that reached each stage at every evaluation, with the env steps and wall minutes at that point; for
 GRPO runs the share of sampled actions that pressed the button, the first 3 updates against the
 last 3; for MCTS runs the preference pairs, the searches that saw a success and, where the run's
@@ -7,15 +7,15 @@ search trees are in its folder, what the searches did below a step that paid a s
 method the pooled greedy success at the last evaluation with its 95 % Wilson interval.
 
     .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-* \\
-        --out docs/data/pg13_learning.json --plot docs/img/learning/mcts_vs_grpo_pg13.png
+        --out notebook/data/pg13_learning.json --plot notebook/img/learning/mcts_vs_grpo_pg13.png
 
 Run folders stay on the machine that ran them; ``--keep`` carries an earlier record's runs whose
 folders are not given (a run of the same algorithm and seed among the folders replaces it), so a
 comparison finished on another machine is recorded and drawn whole:
 
     .venv/bin/python experiments/streak_learning_record.py var/runs/pg13-mcts-s2-* \\
-        --keep docs/data/pg13_learning.json --out docs/data/pg13_learning.json \\
-        --plot docs/img/learning/mcts_vs_grpo_pg13.png
+        --keep notebook/data/pg13_learning.json --out notebook/data/pg13_learning.json \\
+        --plot notebook/img/learning/mcts_vs_grpo_pg13.png
 
 A press is a sampled action whose transition was paid a ``pressed_k`` milestone (every press pays
 the next stage: a miss resets the count, and the episode goes on). Env steps are counted as the

@@ -2,7 +2,7 @@
 and late, and its held-out greedy success per evaluation, read from the run folders.
 
     .venv/bin/python experiments/task_share_record.py var/runs/RUN [var/runs/RUN ...] --window 10 \\
-        --out docs/data/newcomer_task_sampling.json
+        --out notebook/data/newcomer_task_sampling.json
 
 ``train_tasks.jsonl`` (one line per update: episodes and successes per task) and ``eval.jsonl``
 (one line per evaluation, the same per task) are the files the viewer's "Success per task" table

@@ -41,7 +41,7 @@ in ``vision_links.py``, 3 and 4 here):
     .venv/bin/halo stack up -s sites
     .venv/bin/python experiments/vision_diagnostic.py --out var/probe/vision_diagnostic.jsonl --steps 400 \
         --settings lora,lora-lr1e-3,lora+vision,all
-    .venv/bin/python experiments/vision_diagnostic.py --plot docs/img/learning/vision_diagnostic.png var/probe/vision_diagnostic.jsonl
+    .venv/bin/python experiments/vision_diagnostic.py --plot notebook/img/learning/vision_diagnostic.png var/probe/vision_diagnostic.jsonl
 
 The JSON lines carry a ``kind``: ``input``, ``tower``, ``gradient`` (at step 0 and at the end of
 each setting) and ``step`` (one per evaluation of a setting). ``--plot OUT.png FILE.jsonl ...`` draws

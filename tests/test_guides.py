@@ -1,6 +1,7 @@
 """What the guides (README.md, docs/*.md) say against what holds: the task counts a newcomer's
-`make train DOMAIN=<site>` runs offline come from the task registries, and the guides cite no
-issue numbers (a reader outside the tracker cannot look them up)."""
+`make train DOMAIN=<site>` runs offline come from the task registries, the guides and the lab
+notebook cite no issue numbers (a reader outside the tracker cannot look them up), and every
+relative link among them reaches a file and, where it names one, a heading."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from halo_sites.tasks import load_tasks
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOTEBOOK = sorted((ROOT / "notebook").glob("*.md"))
+LINKED = [*GUIDES, *NOTEBOOK, ROOT / "experiments" / "README.md"]
 NUMBERS = {12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen"}
 
 
@@ -42,7 +45,7 @@ def test_your_first_run_counts_the_playground_tasks_a_run_gets() -> None:
     assert f"trains on the {NUMBERS[len(playground)]} Playground tasks" in " ".join(first_run.split())
 
 
-@pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.name)
+@pytest.mark.parametrize("guide", GUIDES + NOTEBOOK, ids=lambda p: p.name)
 def test_guides_cite_no_issue_numbers(guide: Path) -> None:
     text = guide.read_text(encoding="utf-8")
     cited = [m.group(0) for m in re.finditer(r"\bissues? #?\d+|issue-\d+", text, re.I)]
@@ -62,5 +65,61 @@ def test_the_code_and_tests_cite_no_issue_numbers() -> None:
 
 
 def test_the_readme_stays_a_guide_of_under_220_lines() -> None:
-    """Experiments and their figures go to docs/results.md; the README says how to use what holds."""
+    """Experiments and their figures go to the lab notebook (notebook/); the README says how to use what holds."""
     assert len(README.splitlines()) < 220
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: link text kept, lower case, punctuation but - and _ dropped."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    seen: Counter[str] = Counter()
+    found = set()
+    for block in re.split(r"^```.*?^```", page.read_text(encoding="utf-8"), flags=re.M | re.S):
+        for heading in re.findall(r"^#{1,6} (.+)$", block, re.M):
+            anchor = _anchor(heading)
+            found.add(anchor if not seen[anchor] else f"{anchor}-{seen[anchor]}")
+            seen[anchor] += 1
+        found.update(re.findall(r'<a (?:name|id)="([^"]+)"', block))
+    return found
+
+
+def _broken_links(page: Path) -> list[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"^[a-z]+:", target):
+            continue  # http:, https:, mailto:
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif fragment and linked.suffix == ".md" and fragment not in _anchors(linked):
+            broken.append(f"{target}: no such heading")
+    return broken
+
+
+@pytest.mark.parametrize("page", LINKED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_reaches_its_file_and_heading(page: Path) -> None:
+    """Moving a section (a guide's experiment into the lab notebook) must move its links with it."""
+    assert not _broken_links(page)
+
+
+def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Title `x.y` (z)\n\n## Same\n\n## Same\n", encoding="utf-8")
+    page = tmp_path / "b.md"
+    page.write_text(
+        "[ok](a.md#title-xy-z) [dup](a.md#same-1) [x](https://e.org/#q)\n"
+        "[gone](c.md) [nohead](a.md#other)\n```\n[in code](d.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert _broken_links(page) == ["c.md: no such file", "a.md#other: no such heading"]
+
+
+def test_the_lab_notebook_indexes_every_entry() -> None:
+    index = (ROOT / "notebook" / "README.md").read_text(encoding="utf-8")
+    unlisted = [p.name for p in NOTEBOOK if p.name != "README.md" and f"]({p.name})" not in index]
+    assert not unlisted

@@ -275,7 +275,7 @@ class Override:
 # steps than an 8B model; `tiny` is applied when the trainer's target is cpu (HALO_TRAINER_TARGET).
 PROFILES: dict[str, dict[str, Override]] = {
     "tiny": {
-        "learning_rate": Override(1e-2, "Adam on a random-weight model; 2e-2 once collapsed (docs/results.md)"),
+        "learning_rate": Override(1e-2, "Adam on a random-weight model; 2e-2 once collapsed (notebook/)"),
         "temperature": Override(1.0, "explore the whole grammar"),
         "lora_r": Override(8, "the tiny model's adapter"),
         "lora_alpha": Override(16.0, "alpha / r = 2, as the default's"),
@@ -284,7 +284,7 @@ PROFILES: dict[str, dict[str, Override]] = {
         "task_sampling": Override(
             TaskSampling.SIGNAL,
             "a blind random-weight policy reached 3/3 held-out by update 20 in 2 of 3 runs drawn by signal, 0 of 4 "
-            "in turn (docs/results.md)",
+            "in turn (notebook/)",
         ),
         "kl_coef": Override(0.0, "the reference pass doubles the learner's time on 2 cores"),
         "checkpoint_every": Override(1, "a tiny checkpoint is cheap; a short run loses no update to a kill"),

@@ -19,7 +19,7 @@ def contrast_across_seeds(
     per-seed advantages is the first part; subtracting it leaves the second. With ``weight`` 1 the
     summed update has no component that moves every seed's policy the same way: on a moving target
     that is the screen-blind step, which otherwise outweighs the screen-dependent one about 100 to
-    1 (docs/results.md). The baseline depends on the action, so the update is the gradient of
+    1 (notebook/). The baseline depends on the action, so the update is the gradient of
     sum_s E[A_s(a) - mean_s' A_s'(a)], not of the return: on this task both peak at reading the
     screen, but a task whose answer is the same on every seed gets no signal where actions
     coincide. Actions played on one seed only keep their advantage. Returns the advantages and how

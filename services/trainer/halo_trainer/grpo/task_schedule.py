@@ -5,7 +5,7 @@ reward variance on few tasks, most of those jobs teach nothing: a group whose ca
 the same reward has zero advantage everywhere. On the embedded default's 12 Playground tasks the
 one a blind policy can learn, the fixed click, needs 3-6 updates' worth of groups of its own; in
 turn it gets one job in 12, and in none of four round-robin runs did it reach 3/3 held-out by
-update 20 (docs/results.md, "The newcomer's run").
+update 20 (notebook/2026-11-27-newcomer-task-sampling.md).
 
 ``signal`` draws each job's task in proportion to what the task's groups recently gave the
 learner, the mean |advantage| of their candidates (before any ``seed_contrast``), followed with an

@@ -33,7 +33,7 @@ from halo.schemas.task_success import (
 from halo_trainer.observe.metrics import wilson_interval
 from halo_trainer.observe.viewer.folders import RunFolders, missing, whole_records
 
-DEFAULT_WINDOW = 5  # docs/results.md compares sampled hits over the first 5 updates and the last 5
+DEFAULT_WINDOW = 5  # the lab notebook (notebook/) compares sampled hits over the first 5 updates and the last 5
 MAX_WINDOW = 10_000
 
 
