@@ -24,7 +24,7 @@ one process so that their ratio is not skewed by load that changes between them:
 state, and the preference pairs MCTS builds among them (``Tree.preference_pairs``: every two
 explored children whose Q differ, the higher chosen; all K(K-1)/2 = 28 when the Q are distinct,
 each action in K - 1 = 7 pairs), rows built as ``mcts.pairs.pair_batches`` builds them (one row
-per pair side), the reference log-probs computed once, and one ``Learner.dpo.update`` (beta 0.1,
+per pair side), the reference log-probs computed once, and one ``dpo_update`` (beta 0.1,
 micro-batches of 8 pairs, the trainer's default) per path, timed alternately; plus the reference
 scoring of the pairs' rows, the rows and tokens through the decoder, and the two paths' agreement
 (every step's loss, and the weights after all of them, with ``adam_eps`` 1e-3 as the tests use so
@@ -65,6 +65,7 @@ from halo_model.inputs import build_batch, select_rows  # noqa: E402
 from halo_model.loading import load_model, load_processor  # noqa: E402
 from halo_model.logprobs import completion_logprobs  # noqa: E402
 from halo_model.tiny import build_tiny_model  # noqa: E402
+from halo_trainer.learner.dpo_update import dpo_update  # noqa: E402
 from halo_trainer.learner.learner import Learner  # noqa: E402
 from halo_trainer.learner.learner_batch import LearnerBatch  # noqa: E402
 
@@ -290,11 +291,11 @@ def dpo_setup(group: int) -> tuple[Path, list[tuple[int, int]], LearnerBatch, Le
 
 
 def dpo_traffic(learner: Learner, chosen: LearnerBatch, rejected: LearnerBatch) -> dict:
-    """Per path: completion rows and tokens (padded) through the decoder in one ``dpo.update``, and
+    """Per path: completion rows and tokens (padded) through the decoder in one ``dpo_update``, and
     the input bytes moved to the device, micro-batch by micro-batch as the learner forms them."""
-    merge = learner._merge
+    merge = learner.merge_size
     out = {path: {"completion_rows": 0, "decoder_rows": 0, "decoder_tokens": 0, "input_bytes": 0} for path in PATHS}
-    micro_batches = learner._micro_batches(chosen.inputs, range(len(chosen)))
+    micro_batches = learner.micro_batches(chosen.inputs, range(len(chosen)))
     for rows in micro_batches:
         won, lost = select_rows(chosen.inputs, rows, merge), select_rows(rejected.inputs, rows, merge)
         for side in (won, lost):
@@ -336,7 +337,7 @@ def dpo_main(args: argparse.Namespace) -> None:
     }
 
     def step(one: Learner) -> dict[str, float]:
-        return one.dpo.update(chosen, rejected, ref_chosen, ref_rejected, beta=DPO_BETA)
+        return dpo_update(one, chosen, rejected, ref_chosen, ref_rejected, beta=DPO_BETA)
 
     def score(one: Learner) -> None:
         one.logprobs(chosen, adapter=False)

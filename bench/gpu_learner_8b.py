@@ -8,7 +8,7 @@ configured the way the trainer configures it: the gpu target's resolved `Trainer
 sampling, Dr. GRPO's normaliser), its log-probs at the run's temperature as `halo_trainer.api.runs`
 builds them. The update is one step-group job: `max_steps` steps x `num_generations` candidates,
 each step its own 1280x720 screenshot prompt (~1,880 tokens with the goal and 8 history actions),
-every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`Learner.dpo.update`)
+every completion `sampling.max_tokens` (256) tokens long. Then one DPO step (`dpo_update`)
 on pairs of those candidates. The prompts are tokenized with the tiny model's tokenizer (ids fit in
 the 8B vocabulary) and an image processor at Qwen3-VL's real pixel limits, so a screenshot becomes
 as many vision tokens as on the real model.
@@ -210,7 +210,7 @@ def forward_flops(learner, batch, micro: int) -> int:
 
     counter = FlopCounterMode(display=False)
     with counter:
-        learner.logprobs(batch.select(list(range(min(micro, len(batch)))), learner._merge))
+        learner.logprobs(batch.select(list(range(min(micro, len(batch)))), learner.merge_size))
     return counter.get_total_flops()
 
 
@@ -273,6 +273,7 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     from halo_model.inputs import build_batch
     from halo_model.loading import load_processor
     from halo_model.tiny import build_tiny_model
+    from halo_trainer.learner.dpo_update import dpo_update
     from halo_trainer.learner.learner import Learner
     from halo_trainer.learner.learner_batch import LearnerBatch
 
@@ -321,11 +322,11 @@ def run(args, settings, cfg, learner_cfg, summary: dict, steps: int, group: int)
     half = group // 2
     chosen_rows = [g[i] for g in groups for i in range(half)]
     rejected_rows = [g[i + half] for g in groups for i in range(half)]
-    chosen, rejected = batch.select(chosen_rows, learner._merge), batch.select(rejected_rows, learner._merge)
+    chosen, rejected = batch.select(chosen_rows, learner.merge_size), batch.select(rejected_rows, learner.merge_size)
     ref_w, ref_l = learner.logprobs(chosen), learner.logprobs(rejected)
     sync(args.device)
     start = time.perf_counter()
-    learner.dpo.update(chosen, rejected, ref_w, ref_l, beta=0.1)
+    dpo_update(learner, chosen, rejected, ref_w, ref_l, beta=0.1)
     sync(args.device)
     dpo_s = time.perf_counter() - start
     dpo_peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else None

@@ -104,7 +104,7 @@ def input_and_tower(
 ) -> list[dict]:
     """Links 1 and 2 (see the module docstring) on the learner's model as it is now."""
     slots = config["slots"]
-    merge = learner._merge
+    merge = learner.merge_size
     batch = prompts(processor, shots, goal, [fixed_completion(processor)] * len(shots), describe_tools)
     grids = batch.slot_grids().tolist()  # one per shot, a repeated shot too
     sizes = [t * h * w for t, h, w in grids]

@@ -119,3 +119,79 @@ def test_the_checker_sees_every_form_of_import() -> None:
         "from . import trackers\nimport os\n"
     )
     assert imported_units(source, path) == [(1, "api"), (2, "keys"), (2, "loops"), (3, "mcts"), (4, "observe")]
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(TRAINER.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(sources: dict[Path, str]) -> dict[str, set[str]]:
+    """module -> the halo_trainer modules it imports (every import statement, as ``imported_units``
+    reads them: `from a.b import c` counts a.b, and a.b.c where c is a module)."""
+    modules = {_module_of(p): p for p in sources}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        here = path.relative_to(TRAINER.parent).with_suffix("").parts
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(sources[path])):
+            if isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = list(here[: len(here) - node.level]) if node.level else []
+                module = ".".join(base + (node.module.split(".") if node.module else []))
+                named = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found |= {m for m in named if m in modules and m != name}
+        graph[name] = found
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _trainer_sources() -> dict[Path, str]:
+    return {p: p.read_text(encoding="utf-8") for p in sorted(TRAINER.rglob("*.py"))}
+
+
+def test_no_module_of_the_trainer_imports_itself_back() -> None:
+    """No import circle, `TYPE_CHECKING` imports included: an objective (DPO) uses the learner's
+    public calls and the learner does not know it, as the layers keep the packages one-way."""
+    assert not circles(import_graph(_trainer_sources()))
+
+
+def test_the_circle_the_dpo_objective_made_is_caught_when_put_back() -> None:
+    sources = _trainer_sources()
+    learner = TRAINER / "learner" / "learner.py"
+    sources[learner] += "\nfrom halo_trainer.learner.dpo_update import dpo_update\n"
+    assert circles(import_graph(sources)) == [["halo_trainer.learner.dpo_update", "halo_trainer.learner.learner"]]

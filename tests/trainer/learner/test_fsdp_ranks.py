@@ -13,12 +13,15 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch.distributed.tensor import DTensor
 
 from halo_model.inputs import SampleRecord, build_batch
 from halo_model.loading import load_model, load_processor
 from halo_trainer.checks import memory_plan_cli
 from halo_trainer.learner.checkpoint import CheckpointManager
 from halo_trainer.learner.distributed import Ranks, share
+from halo_trainer.learner.dpo import DPOStats
+from halo_trainer.learner.dpo_update import dpo_update
 from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.learner_batch import LearnerBatch
 from halo_trainer.learner.memory.dims import GIB, QWEN3_VL_8B
@@ -68,7 +71,7 @@ def dpo_step(base: torch.nn.Module, processor, ranks: Ranks | None = None) -> tu
     learner = Learner(tiny_model(base).double(), settings(), ranks=ranks)
     chosen, rejected = pairs(processor)
     ref_w, ref_r = learner.logprobs(chosen, adapter=False), learner.logprobs(rejected, adapter=False)
-    metrics = learner.dpo.update(chosen, rejected, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
+    metrics = dpo_update(learner, chosen, rejected, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
     return metrics, learner.trainable_state()
 
 
@@ -239,7 +242,8 @@ def test_memory_plan_cli_takes_the_learner_gpus(capsys) -> None:
 
 def test_ranks_from_the_environment_refuse_a_half_set_one(monkeypatch) -> None:
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    assert Ranks.from_env() is None  # one process
+    one = Ranks.from_env()  # one process: rank 0 of 1, nothing to shard over, its own values
+    assert (one.rank, one.world_size, one.mesh, one.several, one.writes) == (0, 1, None, False, True)
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(ValueError, match="WORLD_SIZE='two'"):
         Ranks.from_env()
@@ -254,3 +258,18 @@ def test_full_weights_across_ranks_are_refused_with_the_reason(base_model) -> No
     ranks = Ranks(rank=0, world_size=2, mesh=None)  # type: ignore[arg-type]  # refused before any collective
     with pytest.raises(ValueError, match="across ranks is not supported yet"):
         Learner(tiny_model(base_model), config(full_weights=["vision"]), ranks=ranks)
+
+
+def test_one_process_ranks_share_every_micro_batch_gather_its_own_value_and_wait_for_no_one() -> None:
+    """``Ranks()`` is what one process does, with no process group started: the learner takes the
+    same path for one process as for several."""
+    one = Ranks()
+    assert one.share([[0, 1], [2], [3, 4]]) == [([0, 1], True), ([2], True), ([3, 4], True)]
+    assert one.share([]) == []
+    assert one.gathered({"x": 1}) == [{"x": 1}]
+    stats = DPOStats(pairs=2, loss_sum=1.5)
+    assert one.merged(stats) is stats
+    one.barrier()  # no process group: would raise if it reached torch.distributed
+    model = torch.nn.Linear(2, 2)
+    one.shard(model)
+    assert not any(isinstance(p, DTensor) for p in model.parameters())

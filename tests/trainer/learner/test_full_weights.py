@@ -16,6 +16,7 @@ from halo.settings.trainer import LearnerConfig
 from halo_model import full_weights
 from halo_model.loading import load_model, load_processor
 from halo_trainer.learner.checkpoint import CheckpointManager
+from halo_trainer.learner.dpo_update import dpo_update
 from halo_trainer.learner.learner import Learner
 from tests.conftest import free_port
 from tests.trainer.learner.test_learner import config, group_batch, tiny_model
@@ -148,7 +149,7 @@ def test_dpo_trains_the_full_weights_too(base_model, processor) -> None:
     chosen, rejected = group_batch(processor, [0.0]), group_batch(processor, [0.0], completions=[[20, 21]])
     ref_c, ref_r = learner.logprobs(chosen, adapter=False), learner.logprobs(rejected, adapter=False)
     before = [p.detach().clone() for p in learner.full_params]
-    learner.dpo.update(chosen, rejected, ref_c, ref_r, beta=0.1)
+    dpo_update(learner, chosen, rejected, ref_c, ref_r, beta=0.1)
     moved = [not torch.equal(p, b) for p, b in zip(learner.full_params, before, strict=True)]
     assert moved == [has_gradient(p) for p in learner.full_params] and any(moved)
 

@@ -13,6 +13,7 @@ from halo_model.grouped import PackedBatch, grouped_logprobs, pack, packed_hidde
 from halo_model.inputs import SampleRecord, build_batch
 from halo_model.loading import load_processor
 from halo_model.logprobs import completion_logprobs, token_logprobs
+from halo_trainer.learner.dpo_update import dpo_update
 from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.learner_batch import LearnerBatch, group_micro_batches, logprobs_and_entropy
 from tests.conftest import noise_png
@@ -291,8 +292,8 @@ def test_a_dpo_update_gives_the_same_weights_as_the_per_row_path(base_model, pro
     w, r = LearnerBatch(chosen, torch.zeros(3)), LearnerBatch(rejected, torch.zeros(3))
     ref_w, ref_r = grouped.logprobs(w, adapter=False), grouped.logprobs(r, adapter=False)
     assert torch.allclose(ref_w, per_row.logprobs(w, adapter=False), atol=1e-5, rtol=0)
-    m_grouped = grouped.dpo.update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
-    m_per_row = per_row.dpo.update(w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
+    m_grouped = dpo_update(grouped, w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
+    m_per_row = dpo_update(per_row, w, r, ref_w, ref_r, beta=0.5, rpo_alpha=0.1)
     assert m_grouped["dpo/grad_norm"] > 0
     assert m_grouped["dpo/grad_norm"] == pytest.approx(m_per_row["dpo/grad_norm"], rel=1e-5)
     assert_same_state(grouped, per_row)

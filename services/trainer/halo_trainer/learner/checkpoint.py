@@ -171,7 +171,7 @@ class CheckpointManager:
         config_json = json.dumps(config, sort_keys=True, indent=1).encode()
         extra_json = json.dumps(dict(extra or {}), sort_keys=True, indent=1).encode()
         step = learner.step
-        if learner.ranks is not None and not learner.ranks.writes:
+        if not learner.ranks.writes:
             return self._take_part(learner)
         self.root.mkdir(parents=True, exist_ok=True)
         self._remove_temp_dirs()
@@ -187,10 +187,8 @@ class CheckpointManager:
             for path in (tmp / "full_weights").iterdir():
                 _fsync_path(path)
             _fsync_path(tmp / "full_weights")
-        optimizer = learner.optimizer.state_dict()
-        if learner.ranks is not None:
-            # Whole, in the one-process format: the checkpoint resumes on any number of ranks.
-            optimizer = distributed.full_optimizer_state(learner.optimizer)
+        # Whole, in the one-process format: the checkpoint resumes on any number of ranks.
+        optimizer = distributed.full_optimizer_state(learner.optimizer)
         _torch_save(tmp / "optimizer.pt", {"optimizer": optimizer, "scheduler": learner.scheduler.state_dict()})
         _torch_save(tmp / "rng.pt", rng_state())
         _write_bytes(tmp / "config.json", config_json)
@@ -216,8 +214,7 @@ class CheckpointManager:
         _point_latest(self.root, final.name)
         logger.info("checkpoint %s committed (%d files)", final, len(files))
         self._prune(step)
-        if learner.ranks is not None:
-            torch.distributed.barrier()  # the other ranks read the committed checkpoint back
+        learner.ranks.barrier()  # the other ranks read the committed checkpoint back
         return Checkpoint(path=final, step=step, created_at=created_at, config=dict(config), extra=dict(extra or {}))
 
     def _take_part(self, learner: Learner) -> Checkpoint:
@@ -225,7 +222,7 @@ class CheckpointManager:
         checkpoint rank 0 committed."""
         learner.weights.save_adapter(self.root / ".not-written")  # gathers; only rank 0 writes
         distributed.full_optimizer_state(learner.optimizer)
-        torch.distributed.barrier()
+        learner.ranks.barrier()
         checkpoint = self._load(self.root / f"ckpt-{learner.step}")
         if checkpoint is None:
             raise RuntimeError(f"rank 0 did not commit {self.root / f'ckpt-{learner.step}'}")
@@ -260,10 +257,7 @@ class CheckpointManager:
         if saved:
             learner.weights.load_base_weights(checkpoint.full_weights_dir)
         state = torch.load(checkpoint.path / "optimizer.pt", map_location=learner.device, weights_only=True)
-        if learner.ranks is None:
-            learner.optimizer.load_state_dict(state["optimizer"])
-        else:
-            distributed.load_optimizer_state(learner.optimizer, learner.params, state["optimizer"])
+        distributed.load_optimizer_state(learner.optimizer, learner.params, state["optimizer"])
         learner.scheduler.load_state_dict(state["scheduler"])
         learner.step = checkpoint.step
         set_rng_state(torch.load(checkpoint.path / "rng.pt", weights_only=True))

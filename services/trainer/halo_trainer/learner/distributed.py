@@ -1,6 +1,8 @@
 """The learner across ranks: data-parallel with PyTorch FSDP2 (``fully_shard``) under ``torchrun``.
 
-Every rank builds the same ``Learner`` with ``ranks=Ranks.from_env()`` and is given the same batch;
+Every rank builds the same ``Learner`` with ``ranks=Ranks.from_env()`` and is given the same batch
+(one process is ``Ranks()``: rank 0 of 1, every collective its own value, so the learner has one
+path for both);
 each scores its share of the update's micro-batches (``share``: round-robin over the micro-batches a
 single process would cut, so a prompt group stays on one rank) and the gradients are summed over
 the ranks, not averaged: the objective's normaliser is the whole batch's (Dr. GRPO's constant,
@@ -20,6 +22,7 @@ runs the update's first micro-batch again with its loss times zero (``share`` sa
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,27 +40,33 @@ from halo_model.logprobs import base_model
 
 @dataclass(frozen=True)
 class Ranks:
-    """This process's place among the learner's ranks and the mesh FSDP2 shards over."""
+    """This process's place among the learner's ranks and the mesh FSDP2 shards over; ``Ranks()`` is
+    one process (no mesh), for which every method below is what one process does: nothing sharded,
+    every micro-batch its own, a gather of its own value, no barrier."""
 
-    rank: int
-    world_size: int
-    mesh: DeviceMesh
+    rank: int = 0
+    world_size: int = 1
+    mesh: DeviceMesh | None = None
 
     @property
     def writes(self) -> bool:
         """Rank 0 acknowledges jobs, publishes adapters and writes checkpoints."""
         return self.rank == 0
 
+    @property
+    def several(self) -> bool:
+        return self.world_size > 1
+
     @classmethod
-    def from_env(cls) -> Ranks | None:
-        """The ranks ``torchrun`` describes (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``); None for one
-        process. Starts the process group when the caller has not: NCCL on CUDA, gloo on the CPU."""
+    def from_env(cls) -> Ranks:
+        """The ranks ``torchrun`` describes (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``); ``Ranks()`` for
+        one process. Starts the process group when the caller has not: NCCL on CUDA, gloo on the CPU."""
         text = os.environ.get("WORLD_SIZE", "1")
         if not text.isdigit():
             raise ValueError(f"WORLD_SIZE={text!r}: a number of processes (torchrun sets it)")
         world = int(text)
         if world <= 1:
-            return None
+            return cls()
         for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
             if name not in os.environ:
                 raise ValueError(f"WORLD_SIZE={world} but {name} is not set: start the learner with torchrun")
@@ -73,6 +82,29 @@ class Ranks:
         """The ranks of the process group already started (tests start theirs themselves)."""
         world = dist.get_world_size()
         return cls(rank=dist.get_rank(), world_size=world, mesh=init_device_mesh(device_type, (world,)))
+
+    def shard(self, model: nn.Module) -> None:
+        """``shard`` the model over these ranks; one process keeps it whole."""
+        if self.mesh is not None:
+            shard(model, self)
+
+    def share(self, micro_batches: Sequence[list[int]]) -> list[tuple[list[int], bool]]:
+        """This rank's micro-batches (``share``); one process's are all of them, every one counted."""
+        return share(micro_batches, self)
+
+    def gathered(self, value: Any) -> list[Any]:
+        """``value`` of every rank in rank order (a collective); ``[value]`` for one process."""
+        return gathered(value) if self.several else [value]
+
+    def merged(self, stats: Any) -> Any:
+        """A micro-batch statistics object (``merge``-able) summed over the ranks; itself for one process."""
+        every = self.gathered(stats)
+        return functools.reduce(type(stats).merge, every[1:], every[0])
+
+    def barrier(self) -> None:
+        """Wait for every rank (rank 0 writing a file the others read); nothing for one process."""
+        if self.several:
+            dist.barrier()
 
 
 def _units(core: nn.Module) -> list[nn.Module]:
@@ -92,6 +124,7 @@ def _units(core: nn.Module) -> list[nn.Module]:
 
 def shard(model: nn.Module, ranks: Ranks) -> None:
     """``fully_shard`` the model's units in place; gradients are summed over the ranks (see the module docstring)."""
+    assert ranks.mesh is not None, "one process has nothing to shard over (Ranks.shard keeps the model whole)"
     for unit in _units(base_model(model)):
         fully_shard(unit, mesh=ranks.mesh)
         assert isinstance(unit, FSDPModule)

@@ -1,6 +1,8 @@
-"""The learner's step-level DPO update (``Learner.dpo.update``, the loss in ``halo_trainer.learner.dpo``):
-the learner holds one and lends it its model, optimiser, micro-batches and packing, so a DPO step
-trains the same parameters with the same optimiser as a GRPO update.
+"""Step-level DPO as a learner objective (``dpo_update``; the loss is ``halo_trainer.learner.dpo``):
+a loss over one micro-batch of preference pairs, given to the learner's public ``optimise`` with its
+``micro_batches`` and ``packed``, so a DPO step trains the same parameters with the same optimiser,
+the same micro-batching and the same sharing over ranks as a GRPO update. The learner does not know
+DPO: this module imports the learner's type, never the other way round.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from halo_model.grouped import supports_packing
 from halo_trainer.learner.dpo import DPOStats, dpo_loss
 from halo_trainer.learner.learner_batch import LearnerBatch
 
@@ -39,78 +40,61 @@ def _joined_allowed(batches: Sequence[LearnerBatch], width: int) -> Tensor | Non
     return torch.cat(parts)
 
 
-class DPOUpdate:
-    """``update``: one optimiser step of step-level DPO on preference pairs (see the module docstring)."""
+def dpo_update(
+    learner: Learner,
+    chosen: LearnerBatch,
+    rejected: LearnerBatch,
+    ref_chosen: Tensor,
+    ref_rejected: Tensor,
+    *,
+    beta: float,
+    rpo_alpha: float = 0.0,
+) -> dict[str, float]:
+    """One optimiser step of step-level DPO (``halo_trainer.learner.dpo``) on preference pairs: row i of
+    ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
+    reference's per-token log-probs of those rows (``Learner.logprobs``), computed before the step.
+    Returns ``dpo/*`` metrics."""
+    if len(chosen) != len(rejected) or len(chosen) == 0:
+        raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
+    n = len(chosen)
+    device = learner.device
 
-    def __init__(self, learner: Learner):
-        self.learner = learner
+    def loss_of(rows: list[int]) -> tuple[Tensor, DPOStats]:
+        micro_w, micro_l = chosen.select(rows, learner.merge_size), rejected.select(rows, learner.merge_size)
+        logp_w, logp_l = _pair_logprobs(learner, micro_w, micro_l)
+        mask_w = micro_w.inputs.completion_mask.to(device)
+        mask_l = micro_l.inputs.completion_mask.to(device)
+        ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(device)
+        ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(device)
+        return dpo_loss(logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n)
 
-    def update(
-        self,
-        chosen: LearnerBatch,
-        rejected: LearnerBatch,
-        ref_chosen: Tensor,
-        ref_rejected: Tensor,
-        *,
-        beta: float,
-        rpo_alpha: float = 0.0,
-    ) -> dict[str, float]:
-        """One optimiser step of step-level DPO (``halo_trainer.learner.dpo``) on preference pairs: row i of
-        ``chosen`` and of ``rejected`` is pair i's two actions at the same prompt; ``ref_*`` are the
-        reference's per-token log-probs of those rows (``logprobs``), computed before the step.
-        Returns ``dpo/*`` metrics."""
-        if len(chosen) != len(rejected) or len(chosen) == 0:
-            raise ValueError(f"{len(chosen)} chosen and {len(rejected)} rejected actions: need the same, at least 1")
-        n = len(chosen)
-        learner = self.learner
-        device = learner.device
-        learner.optimizer.zero_grad(set_to_none=True)
-        stats = DPOStats()
-        learner.model.train()
-        try:
-            for rows, counts in learner._my_share(learner._micro_batches(chosen.inputs, range(n))):
-                micro_w, micro_l = chosen.select(rows, learner._merge), rejected.select(rows, learner._merge)
-                logp_w, logp_l = self._pair_logprobs(micro_w, micro_l)
-                mask_w = micro_w.inputs.completion_mask.to(device)
-                mask_l = micro_l.inputs.completion_mask.to(device)
-                ref_w = ref_chosen[rows][:, : mask_w.shape[1]].to(device)
-                ref_l = ref_rejected[rows][:, : mask_l.shape[1]].to(device)
-                loss, micro_stats = dpo_loss(
-                    logp_w, logp_l, ref_w, ref_l, mask_w, mask_l, beta=beta, rpo_alpha=rpo_alpha, num_pairs=n
-                )
-                if not counts:
-                    (loss * 0).backward()  # keeps this rank's collectives in step (learner.distributed)
-                    continue
-                loss.backward()
-                stats = stats.merge(micro_stats)
-            stats = learner._merged_over_ranks(stats)
-            grad_norm, lr = learner._optimizer_step(True)
-        finally:
-            learner.model.eval()
-        return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
-            "dpo/grad_norm": grad_norm,
-            "dpo/lr": lr,
-            "train/step": float(learner.step),
-        }
+    # The pairs' micro-batches are cut on the chosen side: row i of both sides is one pair, one prompt.
+    stats, _, grad_norm, lr = learner.optimise(learner.micro_batches(chosen.inputs, range(n)), loss_of, DPOStats())
+    return {f"dpo/{k}": v for k, v in stats.summary().items()} | {
+        "dpo/grad_norm": grad_norm,
+        "dpo/lr": lr,
+        "train/step": float(learner.step),
+    }
 
-    def _pair_logprobs(self, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
-        """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped
-        path one packed forward, so a state's prompt is scored once for both of its actions (and an
-        action both sides share, once)."""
-        learner, device = self.learner, self.learner.device
-        if not (learner._packs and supports_packing(learner.model)):
-            return tuple(
-                learner.logprob_fn(learner.model, m.inputs.to(device), grad=True, allowed=_to(m.allowed, device))
-                for m in (chosen, rejected)
-            )
-        width_w = chosen.inputs.completion_ids.shape[1]
-        width_l = rejected.inputs.completion_ids.shape[1]
-        allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
-        logp = learner.logprob_fn(
-            learner.model,
-            learner._packed(chosen.inputs, rejected.inputs).to(device),
-            grad=True,
-            allowed=_to(allowed, device),
+
+def _pair_logprobs(learner: Learner, chosen: LearnerBatch, rejected: LearnerBatch) -> tuple[Tensor, Tensor]:
+    """Log-probs (with grad) of a micro-batch of pairs' chosen and rejected rows: on the grouped path
+    one packed forward, so a state's prompt is scored once for both of its actions (and an action
+    both sides share, once)."""
+    device = learner.device
+    if not learner.packs_prompts:
+        return tuple(
+            learner.logprob_fn(learner.model, m.inputs.to(device), grad=True, allowed=_to(m.allowed, device))
+            for m in (chosen, rejected)
         )
-        n = len(chosen)
-        return logp[:n, :width_w], logp[n:, :width_l]
+    width_w = chosen.inputs.completion_ids.shape[1]
+    width_l = rejected.inputs.completion_ids.shape[1]
+    allowed = _joined_allowed([chosen, rejected], max(width_w, width_l))
+    logp = learner.logprob_fn(
+        learner.model,
+        learner.packed(chosen.inputs, rejected.inputs).to(device),
+        grad=True,
+        allowed=_to(allowed, device),
+    )
+    n = len(chosen)
+    return logp[:n, :width_w], logp[n:, :width_l]

@@ -1,6 +1,6 @@
 """The learner: a LoRA adapter on Qwen3-VL's language model, and optionally chosen base-model modules
 trained in full, updated by policy gradient from groups of completions (GRPO's ``update``) or by
-step-level DPO from preference pairs (MCTS's ``dpo.update``).
+step-level DPO from preference pairs (MCTS's ``dpo_update.dpo_update``, an objective given to optimise).
 
 One ``Learner.update(batch)`` is one optimiser step:
 
@@ -35,11 +35,13 @@ log-prob function computes (a forward hook on ``lm_head``), so nothing is comput
 chunk of positions at a time (``learner_batch.chunked_entropy``), so that its float32 copies do not
 raise the step's peak above the backward's.
 
-The ``Learner`` is in this module (the GRPO update, the reference policy, ``logprobs``) and holds its
-parts, each in a sibling module: the DPO update (``dpo``, ``dpo_update.DPOUpdate``), which shares its
-model, optimiser and micro-batches, and saving and loading the adapter and the full weights (``weights``,
-``learner_weights.LearnerWeights``); the batch, its micro-batches and the log-prob call are in
-``learner_batch``.
+The ``Learner`` is in this module: the GRPO update, the reference policy, ``logprobs``, and the half
+every objective shares, ``optimise`` (micro-batches shared over the ranks, backward, the optimiser
+step). An objective is a loss over one micro-batch's rows: the policy loss table of ``objective``
+(``update``), or step-level DPO (``dpo_update.dpo_update``, beside it, through the same public
+``micro_batches``, ``packed`` and ``optimise``). Saving and loading the adapter and the full weights
+are the learner's ``weights`` (``learner_weights.LearnerWeights``); the batch, its micro-batches and
+the log-prob call are in ``learner_batch``.
 
 Across GPUs (``ranks``, under torchrun): the model is sharded with FSDP2 before the optimiser is
 built, each rank scores its share of the micro-batches, and the gradients are summed over the ranks,
@@ -51,10 +53,10 @@ from __future__ import annotations
 import functools
 import logging
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
 import torch
 from peft import PeftModel, get_peft_model
@@ -67,17 +69,18 @@ from halo_model.inputs import PolicyBatch, select_rows
 from halo_model.lora import lora_config
 from halo_trainer.learner import distributed
 from halo_trainer.learner.distributed import Ranks
-from halo_trainer.learner.dpo_update import DPOUpdate
 from halo_trainer.learner.learner_batch import LearnerBatch, LogprobFn, group_micro_batches, logprobs_and_entropy
 from halo_trainer.learner.learner_weights import LearnerWeights
 from halo_trainer.learner.objective import LossStats, policy_loss
 
 logger = logging.getLogger(__name__)
 
+Stats = TypeVar("Stats")  # an objective's micro-batch statistics: ``merge``-able (LossStats, DPOStats)
+
 
 class Learner:
-    """LoRA (and full-weight) learner over a transformers Qwen3-VL model: GRPO's ``update``, DPO's
-    ``dpo.update``, the weights on disk ``weights`` (see the module docstring)."""
+    """LoRA (and full-weight) learner over a transformers Qwen3-VL model: GRPO's ``update``, any
+    objective's ``optimise``, the weights on disk ``weights`` (see the module docstring)."""
 
     def __init__(
         self,
@@ -94,7 +97,8 @@ class Learner:
         every rank given the same batches (``halo_trainer.learner.distributed``)."""
         if isinstance(model, PeftModel):
             raise ValueError("pass the base model: the learner adds its own LoRA adapter")
-        if ranks is not None and config.full_weights:
+        ranks = ranks or Ranks()
+        if ranks.several and config.full_weights:
             raise ValueError(
                 f"full_weights={list(config.full_weights)} across ranks is not supported yet: "
                 "the learner across ranks trains the LoRA adapter only"
@@ -110,9 +114,8 @@ class Learner:
         self.model: PeftModel = get_peft_model(model, lora)
         if config.gradient_checkpointing:
             self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        if ranks is not None:
-            # Before the parameter lists and the optimiser: sharding replaces every parameter.
-            distributed.shard(self.model, ranks)
+        # Before the parameter lists and the optimiser: sharding replaces every parameter.
+        ranks.shard(self.model)
         self.lora_params = [p for p in self.model.parameters() if p.requires_grad]
         if not self.lora_params:
             raise ValueError(f"no layer named {config.lora_target_modules} inside the language model")
@@ -151,9 +154,8 @@ class Learner:
             self.reference_policy,
             ranks,
         )
-        self.dpo = DPOUpdate(self)
         base_config = base.config
-        self._merge: int = base_config.vision_config.spatial_merge_size
+        self.merge_size: int = base_config.vision_config.spatial_merge_size
         self._vision_token_ids = [base_config.image_token_id, base_config.video_token_id]
         self.model.eval()
 
@@ -194,11 +196,7 @@ class Learner:
             )
         rows = (needed & ~unscorable).nonzero().flatten().tolist()
 
-        self.model.train()
-        try:
-            stats, loss_total, grad_norm, lr = self._step(batch, rows)
-        finally:
-            self.model.eval()
+        stats, loss_total, grad_norm, lr = self._step(batch, rows)
 
         summary = stats.summary()
         metrics = {
@@ -222,42 +220,35 @@ class Learner:
         ids = inputs.completion_ids.masked_fill(~inputs.completion_mask, -1)
         return torch.isin(ids, torch.tensor(self._vision_token_ids, device=ids.device)).any(-1)
 
-    def _micro_batches(self, inputs: PolicyBatch, rows: Sequence[int]) -> list[list[int]]:
-        groups = prompt_groups(inputs, self._merge)
+    def micro_batches(self, inputs: PolicyBatch, rows: Sequence[int]) -> list[list[int]]:
+        """``rows`` of ``inputs`` cut into micro-batches of at most ``micro_batch_size`` rows, a prompt's
+        rows kept together (so that the grouped path scores each prompt once)."""
+        groups = prompt_groups(inputs, self.merge_size)
         return group_micro_batches(groups, rows, self.config.micro_batch_size)
 
-    def _my_share(self, micro_batches: list[list[int]]) -> list[tuple[list[int], bool]]:
-        """The micro-batches this process scores, each with whether its loss counts (``distributed.share``)."""
-        if self.ranks is None:
-            return [(rows, True) for rows in micro_batches]
-        return distributed.share(micro_batches, self.ranks)
+    @property
+    def packs_prompts(self) -> bool:
+        """Whether ``logprob_fn`` takes micro-batches packed by prompt (the grouped path)."""
+        return self._packs and supports_packing(self.model)
 
-    def _merged_over_ranks(self, stats: Any) -> Any:
-        """A micro-batch statistics object (``merge``-able) summed over the ranks; itself for one process."""
-        if self.ranks is None:
-            return stats
-        every = distributed.gathered(stats)
-        return functools.reduce(type(stats).merge, every[1:], every[0])
-
-    def _packed(self, *inputs: PolicyBatch) -> PolicyBatch | PackedBatch:
+    def packed(self, *inputs: PolicyBatch) -> PolicyBatch | PackedBatch:
         """A micro-batch's inputs as the log-prob function takes them: packed by prompt (on the
-        CPU, so that each prompt's pixels travel to the device once) for the grouped path."""
-        if self._packs and supports_packing(self.model):
-            return pack(*inputs, spatial_merge_size=self._merge)
+        CPU, so that each prompt's pixels travel to the device once) for the grouped path; several
+        inputs packed as one (DPO's two sides), where the per-row path takes the first."""
+        if self.packs_prompts:
+            return pack(*inputs, spatial_merge_size=self.merge_size)
         return inputs[0]
 
     def _on_device(self, batch: LearnerBatch, rows: Sequence[int]) -> LearnerBatch:
         """Rows of ``batch`` selected where the batch is, then moved to the device: one micro-batch."""
-        micro = batch.select(rows, self._merge)
-        return replace(micro, inputs=self._packed(micro.inputs)).to(self.device)
+        micro = batch.select(rows, self.merge_size)
+        return replace(micro, inputs=self.packed(micro.inputs)).to(self.device)
 
     def _step(self, batch: LearnerBatch, rows: list[int]) -> tuple[LossStats, float, float, float]:
-        """Forward/backward over the needed rows in micro-batches, then one optimiser step."""
+        """The policy loss over the needed rows in micro-batches, then one optimiser step."""
         cfg = self.config
-        self.optimizer.zero_grad(set_to_none=True)
-        stats = LossStats()
-        loss_total = 0.0
-        for micro_rows, counts in self._my_share(self._micro_batches(batch.inputs, rows)):
+
+        def loss_of(micro_rows: list[int]) -> tuple[Tensor, LossStats]:
             micro = self._on_device(batch, micro_rows)
             ref = None
             if cfg.kl_coef > 0:
@@ -267,7 +258,7 @@ class Learner:
                 self.logprob_fn, self.model, micro, grad=True, temperature=cfg.temperature
             )
             behaviour = micro.behaviour_logprobs if micro.behaviour_logprobs is not None else logp.detach()
-            loss, micro_stats = policy_loss(
+            return policy_loss(
                 logp,
                 behaviour,
                 micro.advantages,
@@ -283,17 +274,38 @@ class Learner:
                 tis_cap=cfg.tis_cap,
                 importance_level=cfg.importance_level,
             )
-            if not counts:
-                (loss * 0).backward()  # a repeat that keeps this rank's collectives in step with the others
-                continue
-            loss.backward()
-            loss_total += float(loss.detach())
-            stats = stats.merge(micro_stats)
 
-        if self.ranks is not None:
-            loss_total = sum(distributed.gathered(loss_total))
-            stats = self._merged_over_ranks(stats)
-        grad_norm, lr = self._optimizer_step(bool(rows))
+        return self.optimise(self.micro_batches(batch.inputs, rows), loss_of, LossStats())
+
+    def optimise(
+        self,
+        micro_batches: list[list[int]],
+        loss_of: Callable[[list[int]], tuple[Tensor, Stats]],
+        stats: Stats,
+    ) -> tuple[Stats, float, float, float]:
+        """One optimiser step of an objective: ``loss_of(rows)`` is one micro-batch's loss (already
+        divided by the whole batch's normaliser) and its statistics, merged into ``stats``. Each rank
+        scores its share of ``micro_batches`` (``distributed.share``: a padding repeat's loss counts
+        zero), the statistics and the summed loss are gathered over the ranks, then the gradient is
+        clipped and AdamW steps (no step moves a parameter when there are no micro-batches). Returns
+        (statistics, summed loss, gradient norm, learning rate used)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_total = 0.0
+        self.model.train()
+        try:
+            for rows, counts in self.ranks.share(micro_batches):
+                loss, micro_stats = loss_of(rows)
+                if not counts:
+                    (loss * 0).backward()  # a repeat that keeps this rank's collectives in step with the others
+                    continue
+                loss.backward()
+                loss_total += float(loss.detach())
+                stats = stats.merge(micro_stats)  # type: ignore[attr-defined]
+            loss_total = sum(self.ranks.gathered(loss_total))
+            stats = self.ranks.merged(stats)
+            grad_norm, lr = self._optimizer_step(bool(micro_batches))
+        finally:
+            self.model.eval()
         return stats, loss_total, grad_norm, lr
 
     def _optimizer_step(self, any_gradient: bool) -> tuple[float, float]:
@@ -334,8 +346,8 @@ class Learner:
         allowed = batch.allowed if isinstance(batch, LearnerBatch) else None
         out = torch.zeros(inputs.completion_ids.shape, device=self.device)
         with nullcontext() if adapter else self.reference_policy():
-            for rows in self._micro_batches(inputs, range(len(inputs.prompt_lengths))):
-                micro = self._packed(select_rows(inputs, rows, self._merge)).to(self.device)
+            for rows in self.micro_batches(inputs, range(len(inputs.prompt_lengths))):
+                micro = self.packed(select_rows(inputs, rows, self.merge_size)).to(self.device)
                 mask = None if allowed is None else allowed[rows].to(self.device)
                 out[rows] = self.logprob_fn(self.model, micro, grad=False, allowed=mask)
         return out

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import torch
-from peft import PeftModel, get_peft_model_state_dict, set_peft_model_state_dict
+from peft import PeftModel, get_peft_model_state_dict
 from safetensors.torch import load_file
 from torch import Tensor
 
@@ -35,7 +35,7 @@ class LearnerWeights:
         full_params: Sequence[Tensor],
         full_weights_setting: Sequence[str],
         reference_policy: Callable[[], AbstractContextManager[None]],
-        ranks: Ranks | None = None,
+        ranks: Ranks,
     ):
         """``lora_params``: the adapter's (their device and dtype are the learner's); ``full_names``/
         ``full_params``: the trained base-model parameters by checkpoint name;
@@ -58,14 +58,12 @@ class LearnerWeights:
     def save_adapter(self, directory: str | Path) -> Path:
         """Write ``adapter_config.json`` + ``adapter_model.safetensors`` (language-model LoRA keys) for vLLM."""
         directory = Path(directory)
-        if self.ranks is None:
-            self.model.save_pretrained(str(directory))
-            return directory
-        # Every rank gathers the adapter (a collective); rank 0 writes it and the others wait for the file.
+        # Every rank gathers the adapter (a collective across ranks); rank 0 writes it and the others
+        # wait for the file.
         state = {name: distributed.full(value) for name, value in self._adapter_state().items()}
         if self.ranks.writes:
             self.model.save_pretrained(str(directory), state_dict=state)
-        torch.distributed.barrier()
+        self.ranks.barrier()
         return directory
 
     def _adapter_state(self) -> dict[str, Tensor]:
@@ -75,18 +73,8 @@ class LearnerWeights:
     def load_adapter(self, directory: str | Path) -> None:
         """Load adapter weights written by ``save_adapter`` into this learner's adapter (same r, targets)."""
         state = load_file(str(Path(directory) / "adapter_model.safetensors"), device=str(self.device))
-        if self.ranks is not None:
-            self._load_sharded(state, directory)
-            return
-        result = set_peft_model_state_dict(self.model, state)
-        missing = [k for k in result.missing_keys if "lora_" in k]
-        if missing or result.unexpected_keys:
-            raise ValueError(
-                f"adapter does not fit this learner: missing {missing[:3]}, unexpected {result.unexpected_keys[:3]}"
-            )
-
-    def _load_sharded(self, state: dict[str, Tensor], directory: str | Path) -> None:
-        """``load_adapter`` across ranks: each rank keeps its shard of the whole tensors read."""
+        # Into the parameters' own storage, each tensor as the parameter holds it: whole in one
+        # process, this rank's shard across ranks (``distributed.like``).
         targets = self._adapter_state()
         missing, unexpected = sorted(set(targets) - set(state)), sorted(set(state) - set(targets))
         if missing or unexpected:

@@ -59,6 +59,7 @@ from torch import Tensor
 from halo.settings.trainer import LearnerConfig
 from halo_trainer.learner.checkpoint import Checkpoint, CheckpointManager
 from halo_trainer.learner.distributed import Ranks
+from halo_trainer.learner.dpo_update import dpo_update
 from halo_trainer.learner.learner import Learner
 from halo_trainer.learner.learner_batch import LearnerBatch
 
@@ -159,7 +160,7 @@ def _resume(learner: Learner, checkpoints: CheckpointManager) -> Checkpoint | No
 CALLS: dict[str, Callable[..., Any]] = {
     "update": Learner.update,
     "logprobs": Learner.logprobs,
-    "dpo_update": lambda learner, *args, **kwargs: learner.dpo.update(*args, **kwargs),
+    "dpo_update": dpo_update,
     "save_adapter": lambda learner, directory: learner.weights.save_adapter(directory),
     "checkpoint": _checkpoint,
     "resume": _resume,
@@ -286,7 +287,7 @@ def join() -> Channel | None:
     """This process's channel under torchrun (``WORLD_SIZE`` > 1), opened once: the process group
     is started (``Ranks.from_env``); None in one process."""
     global _joined
-    if _joined is None and (ranks := Ranks.from_env()) is not None:
+    if _joined is None and (ranks := Ranks.from_env()).several:
         _joined = Channel(ranks)
     return _joined
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from halo.schemas.choices import ALGORITHMS, Algorithm
 from halo_trainer.learner.memory.dims import GIB, QWEN3_VL_8B_MAX_PIXELS, QWEN3_VL_8B_MIN_PIXELS, ModelDims
 from halo_trainer.learner.memory.fit import Card, plan
 from halo_trainer.learner.memory.parts import Workload
@@ -50,7 +51,7 @@ def workload_for(run: Any, learner: Any, dtype: str, processor: Any = None, lear
         full_weights=tuple(learner.full_weights),
         kl_coef=learner.kl_coef,
         grammar=run.sampling.structured_outputs == "regex",
-        dpo=str(getattr(run.algorithm, "value", run.algorithm)) == "mcts",
+        dpo=ALGORITHMS[Algorithm(run.algorithm)].trains_by_dpo,
         group_size=run.num_generations if str(getattr(run.group_mode, "value", run.group_mode)) == "step" else 1,
         learner_gpus=learner_gpus,
     )
