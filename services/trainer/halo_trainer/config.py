@@ -27,14 +27,15 @@ from halo.run_defaults import load_defaults as load_defaults
 from halo.run_defaults import profile_for as profile_for
 from halo.run_defaults import resolved_values as resolved_values
 from halo.schemas import Algorithm, GroupMode, RunSpec, SamplingParams, knobs
-from halo.schemas.choices import split_loss_type
+from halo.schemas.choices import ALGORITHMS, section_owner, split_loss_type
 from halo.schemas.search_settings import MCTSConfig
 from halo.settings.trainer import LearnerConfig
 
 EVAL_SEED_OFFSET = 1_000_000  # evaluation seeds never overlap training seeds
 
-# The knobs a RunConfig holds at its top level; the sampling and mcts sections are nested models.
-TOP_LEVEL = [k for k in knobs.KNOBS if k.section not in ("sampling", "mcts")]
+# The knobs a RunConfig holds at its top level; the sampling section and each algorithm's own section
+# (``ALGORITHMS[...].own_section``: the field of that name) are nested models.
+TOP_LEVEL = [k for k in knobs.KNOBS if k.section != "sampling" and section_owner(k.section) is None]
 
 
 class _ResolvedRun(BaseModel):
@@ -172,7 +173,9 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
     """The run's config: the knobs' defaults, the defaults file, the profile (e.g. ``tiny``), then the spec."""
     values = resolved_values(spec.knob_values(), defaults, profile)
     sampling = {k.name: values.pop(k.name) for k in knobs.in_section("sampling")}
-    search = {k.name: values.pop(k.name) for k in knobs.in_section("mcts")}
+    # Every algorithm's own knobs leave the top level; the run's own algorithm's become its field.
+    own = {s: {k.name: values.pop(k.name) for k in knobs.in_section(s)} for s in knobs.SECTIONS if section_owner(s)}
+    own_section = ALGORITHMS[spec.algorithm].own_section
     return RunConfig(
         run_id=run_id,
         domain=spec.domain,
@@ -180,6 +183,6 @@ def resolve(spec: RunSpec, run_id: str, tasks: list[str], defaults: dict[str, An
         algorithm=spec.algorithm,
         profile=profile,
         sampling=SamplingParams(**sampling),
-        mcts=MCTSConfig(**search) if spec.algorithm is Algorithm.MCTS else None,
+        mcts=MCTSConfig(**own["mcts"]) if own_section == "mcts" else None,
         **values,
     )

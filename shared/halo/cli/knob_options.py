@@ -19,6 +19,7 @@ from typing import Any
 import typer
 
 from halo.schemas import knobs, rl_config_file
+from halo.schemas.choices import section_owner
 
 
 def _base(tp: Any) -> Any:
@@ -53,7 +54,7 @@ def choices(k: knobs.Knob) -> list[str] | None:
 
 
 def _help(k: knobs.Knob, section_note: bool = True) -> str:
-    note = f"{k.section}: " if section_note and k.section == "mcts" else ""
+    note = f"{k.section}: " if section_note and section_owner(k.section) is not None else ""
     unit = f" [{k.unit}]" if k.unit else ""
     more = f"; {k.docs}" if k.docs else ""
     return f"{note}{k.help}{unit} (default {rl_config_file.inline(k.default)}{more})"

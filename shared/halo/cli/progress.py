@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from halo.schemas import RunPhase, RunState, RunStatus
+from halo.schemas import ALGORITHMS, Algorithm, RunPhase, RunState, RunStatus
 
 # The phases an update is made of; an evaluation's time is counted apart (it comes every eval_every).
 UPDATE_KINDS = frozenset({"collecting", "updating", "publishing", "checkpointing"})
@@ -59,9 +59,8 @@ def scores(run: RunStatus) -> str:
         value = m.get(key, float("nan"))
         return "-" if value != value else format(value, fmt)
 
-    if run.spec.algorithm.value == "mcts":
-        return f"pairs {num('dpo/pairs', '.0f')} success found {num('mcts/success_found', '.2f')}"
-    return f"reward {num('rollout/mean_reward', '.3f')} success {num('rollout/success_rate', '.2f')}"
+    shown = ALGORITHMS[Algorithm(run.spec.algorithm)].progress
+    return " ".join(f"{label} {num(key, fmt)}" for label, key, fmt in shown)
 
 
 @dataclass

@@ -11,7 +11,16 @@ from halo.schemas.actions import (
     ParseErrorReason,
 )
 from halo.schemas.base import SCHEMA_VERSION, Message, new_id
-from halo.schemas.choices import ALGORITHM_TITLES, Advantage, Algorithm, LossNorm, TaskSampling, TrackerName
+from halo.schemas.choices import (
+    ALGORITHM_TITLES,
+    ALGORITHMS,
+    Advantage,
+    Algorithm,
+    AlgorithmRecord,
+    LossNorm,
+    TaskSampling,
+    TrackerName,
+)
 from halo.schemas.env import (
     CreateSessionRequest,
     ErrorKind,
@@ -61,6 +70,8 @@ __all__ = [
     "ActionParseError",
     "ActionType",
     "ALGORITHM_TITLES",
+    "ALGORITHMS",
+    "AlgorithmRecord",
     "Algorithm",
     "BranchPolicy",
     "TaskSampling",

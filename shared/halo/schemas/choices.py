@@ -8,23 +8,62 @@ import them from here.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
 
 class Algorithm(StrEnum):
-    """A run's algorithm; the trainer's ``halo_trainer.loops.LOOPS`` has one loop for each."""
+    """A run's algorithm; its record is ``ALGORITHMS[algorithm]``, its loop the trainer's
+    ``halo_trainer.loops.LOOPS[algorithm]``."""
 
     GRPO = "grpo"
     MCTS = "mcts"
 
 
-# Each algorithm in a few words: the agent modes (``halo.modes``: one promotable mode per algorithm)
-# and the CLI's ``--algorithm`` help are built from it, so a new algorithm is named once here.
-ALGORITHM_TITLES: dict[Algorithm, str] = {
-    Algorithm.GRPO: "online GRPO",
-    Algorithm.MCTS: "MCTS (Agent Q)",
+@dataclass(frozen=True)
+class AlgorithmRecord:
+    """What the rest of the system knows of an algorithm, read from here and nowhere else: the
+    agent modes and the CLI's help (``title``), which knobs a run of it takes (``own_section``: the
+    request's validation, the resolved config, the command line's sections), whether it trains by
+    preference pairs (``trains_by_dpo``: the learner's memory plan), and what a progress line shows
+    of its last update (``progress``)."""
+
+    title: str  # a few words
+    own_section: str | None  # the knob section (``halo.schemas.knobs``) only its runs take; None: none
+    trains_by_dpo: bool  # step-level DPO on preference pairs rather than the policy loss
+    progress: tuple[tuple[str, str, str], ...]  # (label, metric key, format) of the progress line
+
+
+ALGORITHMS: dict[Algorithm, AlgorithmRecord] = {
+    Algorithm.GRPO: AlgorithmRecord(
+        title="online GRPO",
+        own_section=None,
+        trains_by_dpo=False,
+        progress=(("reward", "rollout/mean_reward", ".3f"), ("success", "rollout/success_rate", ".2f")),
+    ),
+    Algorithm.MCTS: AlgorithmRecord(
+        title="MCTS (Agent Q)",
+        own_section="mcts",
+        trains_by_dpo=True,
+        progress=(("pairs", "dpo/pairs", ".0f"), ("success found", "mcts/success_found", ".2f")),
+    ),
 }
+
+# Each algorithm in a few words (the records' titles): the agent modes (``halo.modes``: one
+# promotable mode per algorithm) and the CLI's ``--algorithm`` help are built from it.
+ALGORITHM_TITLES: dict[Algorithm, str] = {algorithm: record.title for algorithm, record in ALGORITHMS.items()}
+
+
+def section_owner(section: str) -> Algorithm | None:
+    """The algorithm whose runs alone take the knobs of ``section``; None for a section every run takes."""
+    return next((a for a, r in ALGORITHMS.items() if r.own_section == section), None)
+
+
+def takes_section(algorithm: Algorithm | str, section: str) -> bool:
+    """Whether a run of ``algorithm`` takes the knobs of ``section``."""
+    owner = section_owner(section)
+    return owner is None or owner == algorithm
 
 
 class Advantage(StrEnum):

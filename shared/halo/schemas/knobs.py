@@ -32,6 +32,7 @@ from pydantic import AfterValidator, Field
 from halo.schemas.base import WireBool, WireFloat, WireInt
 from halo.schemas.choices import (
     Advantage,
+    Algorithm,
     BranchPolicy,
     Critic,
     GroupMode,
@@ -46,6 +47,7 @@ from halo.schemas.choices import (
     TrackerName,
     check_full_weights,
     check_trackers,
+    takes_section,
 )
 from halo.schemas.env import Viewport
 from halo.schemas.knob_notes import NOTES
@@ -55,8 +57,9 @@ UNSET: Any = object()  # a knob without a seeds' value, or without a value befor
 # run: the run as a whole, whatever its algorithm; grpo: GRPO's groups, objective and pipeline;
 # learner: the optimiser; then what the adapter reaches, how the policy is asked, the search.
 SECTIONS = ("run", "grpo", "learner", "tracking", "lora", "full_weights", "sampling", "mcts")
-# What a GRPO run's command line takes (scripts/train_online_grpo.py): every section but the search's.
-GRPO_SECTIONS = tuple(s for s in SECTIONS if s != "mcts")
+# What a GRPO run's command line takes (scripts/train_online_grpo.py): every section a GRPO run takes
+# (``halo.schemas.choices.ALGORITHMS``: not another algorithm's own).
+GRPO_SECTIONS = tuple(s for s in SECTIONS if takes_section(Algorithm.GRPO, s))
 DOCS = "docs/knobs.md"
 
 

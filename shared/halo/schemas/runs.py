@@ -9,11 +9,12 @@ from pydantic import Field, create_model, field_validator, model_validator
 
 from halo.schemas import knobs
 from halo.schemas.base import Message
-from halo.schemas.choices import Algorithm, split_loss_type
+from halo.schemas.choices import Algorithm, section_owner, split_loss_type
 from halo.schemas.tasks import TaskReachability
 
 # RunSpec fields that only the mcts algorithm reads (MCTSConfig's)
-MCTS_FIELDS = tuple(k.name for k in knobs.in_section("mcts") if k.request)
+# A request knob of a section one algorithm owns -> that algorithm (``ALGORITHMS[...].own_section``).
+OWNED_FIELDS = {k.name: owner for k in knobs.KNOBS if k.request and (owner := section_owner(k.section)) is not None}
 
 
 class _RunRequest(Message):
@@ -26,10 +27,13 @@ class _RunRequest(Message):
     name: Annotated[str, Field(max_length=40, pattern=r"^[a-z0-9_\-]*$")] = ""
 
     @model_validator(mode="after")
-    def _mcts_fields_need_mcts(self) -> _RunRequest:
-        given = [k for k in MCTS_FIELDS if getattr(self, k) is not None]
-        if given and self.algorithm is not Algorithm.MCTS:
-            raise ValueError(f"{', '.join(given)}: settings of algorithm 'mcts', not {self.algorithm.value!r}")
+    def _owned_fields_need_their_algorithm(self) -> _RunRequest:
+        foreign: dict[Algorithm, list[str]] = {}
+        for name, owner in OWNED_FIELDS.items():
+            if getattr(self, name) is not None and owner != self.algorithm:
+                foreign.setdefault(owner, []).append(name)
+        for owner, given in foreign.items():
+            raise ValueError(f"{', '.join(given)}: settings of algorithm {owner.value!r}, not {self.algorithm.value!r}")
         return self
 
     def knob_values(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from halo.schemas import RunSpec
+from halo.schemas import Algorithm, RunSpec
 from halo.settings.trainer import TrainerSettings
 from halo_trainer.config import load_defaults, profile_for, resolve
 from halo_trainer.learner.memory.dims import DTYPE_BYTES, QWEN3_VL_8B, ModelDims
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), help="override HALO_TRAINER_DTYPE")
     parser.add_argument("--no-checkpointing", action="store_true", help="gradient checkpointing off")
     parser.add_argument("--full-weights", nargs="*", default=None, help="full_weights presets or module names")
-    parser.add_argument("--algorithm", choices=["grpo", "mcts"], default="grpo")
+    parser.add_argument("--algorithm", choices=[a.value for a in Algorithm], default=Algorithm.GRPO.value)
     parser.add_argument("--model", help="config.json folder or name (default: the 8B's published sizes)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
     args = parser.parse_args(argv)
