@@ -42,7 +42,7 @@ UP_TIMEOUT_S ?= 1800
 endif
 TRAIN_FLAGS = --domain $(DOMAIN)$(if $(EPISODES), --episodes $(EPISODES))$(if $(TASK), $(foreach t,$(TASK),--task $(t)))$(if $(ARGS), $(ARGS))
 
-.PHONY: setup up down model images gpu-base gpu-images-test cluster-compose-test plan bench-gpu train eval test test-fast test-release test-cluster test-replay bench lint format stack-up stack-down health clean compose-test \
+.PHONY: setup up down model images gpu-base gpu-images-test cluster-compose-test plan bench-gpu train eval test test-fast test-release test-cluster test-slurm test-replay bench lint format stack-up stack-down health clean compose-test \
 	compose-env compose-running doctor
 
 setup:            ## install system packages and the locked Python environment (idempotent)
@@ -159,6 +159,13 @@ test-replay: setup  ## every task's reference and wrong solution replayed in Chr
 
 test-release: setup  ## the release tier: vLLM down for a minute mid-run, workers killed over and over (about 6 min)
 	$(PYTEST) -q -m "release and not namespaces"
+
+# Debian's slurm-wlm (slurmctld, slurmd, sbatch) and munge, installed here on first use: the test starts
+# its own daemons on their own ports, key and folder, leaving any Slurm of the machine alone.
+test-slurm: setup  ## deploy/slurm/halo.sbatch submitted unchanged to a Slurm cluster of 3 network namespaces (root): placed, a short run, scancel (docs/cluster.md)
+	@[ "$$(id -u)" = 0 ] || { echo "error: make test-slurm needs root (network namespaces, slurmd)" >&2; exit 2; }
+	@command -v slurmctld >/dev/null && command -v munged >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge
+	HALO_SLURM_RESULTS=bench/results/cluster_slurm.json $(PYTEST) -q -s -m namespaces tests/cluster/test_slurm_namespaces.py
 
 test-cluster: setup  ## the cluster's release tier as root: 3 network namespaces as nodes, a run with a node killed and one cut off (docs/cluster.md)
 	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py tests/cluster/test_namespace_replicas.py tests/cluster/test_namespace_http_store.py

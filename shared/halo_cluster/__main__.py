@@ -88,6 +88,7 @@ def scale(nodes: int = typer.Argument(..., min=0, help="Rollout nodes wanted")) 
 def join(
     address: str = typer.Option(..., help="The head's Ray address, host:port"),
     node_ip: str = typer.Option("", help="This node's address as the others reach it (default: Ray's guess)"),
+    attempts: int = typer.Option(3, min=1, help="`ray start` tries before giving up"),
 ) -> None:
     """Join this machine to the cluster as a rollout node (`ray start` with the cluster's token)."""
     settings = ClusterSettings()
@@ -98,7 +99,19 @@ def join(
         fail(f"no Ray token: set RAY_AUTH_TOKEN to the head's ({token_path(settings.data_dir)} on the head)")
     argv = [head.ray_command(), "start", f"--address={address}", f"--resources={json.dumps({'rollout_node': 1})}"]
     argv += [f"--node-ip-address={node_ip}"] if node_ip else []
-    raise typer.Exit(subprocess.run(argv, env={**os.environ, **auth_env(token)}).returncode)
+    # Ray gives a joining raylet 30 s to register with the head (fixed in its node.py): on a loaded
+    # node, or with several nodes joining at once, it can miss that and leave nothing running, so
+    # this node would never be placed. Seen on the Slurm cluster of network namespaces: one of two
+    # nodes, joining together while the head was busy. A new try starts a new raylet.
+    code = 0
+    for attempt in range(1, attempts + 1):
+        code = subprocess.run(argv, env={**os.environ, **auth_env(token)}).returncode
+        if code == 0:
+            return
+        if attempt < attempts:
+            console.print(f"`ray start` failed (exit {code}); try {attempt + 1} of {attempts} in 5 s")
+            time.sleep(5)
+    fail(f"this node did not join the cluster at {address}: `ray start` failed {attempts} times (last exit {code})")
 
 
 @app.command()

