@@ -168,7 +168,7 @@ test-slurm: setup  ## deploy/slurm/halo.sbatch submitted unchanged to a Slurm cl
 	HALO_SLURM_RESULTS=bench/results/cluster_slurm.json $(PYTEST) -q -s -m namespaces tests/cluster/test_slurm_namespaces.py
 
 test-cluster: setup  ## the cluster's release tier as root: 3 network namespaces as nodes, a run with a node killed and one cut off (docs/cluster.md)
-	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py tests/cluster/test_namespace_replicas.py tests/cluster/test_namespace_http_store.py
+	HALO_CLUSTER_RESULTS=bench/results/cluster_namespaces.json $(PYTEST) -q -s -m namespaces tests/cluster/test_namespaces.py tests/cluster/test_namespace_replicas.py tests/cluster/test_namespace_http_store.py tests/cluster/test_learner_across_hosts.py
 
 test-fast: setup  ## the fast tier only (no Chromium, vLLM or training)
 	$(PYTEST) -q -m "not slow"

@@ -47,7 +47,7 @@ from halo.schemas.actions import Action
 from halo.schemas.env import Viewport
 from halo.schemas.rollout import SamplingParams, StructuredMode
 from halo.settings.policy import PolicySettings
-from halo.transport import CallError, ServiceFailed, ServiceUnavailable, Transport
+from halo.transport import CallError, ServiceFailed, ServiceUnavailable, Transport, key_headers
 from halo.vllm_chat import post_chat
 
 # The results and errors are re-exported: the trainer (its rollouts, publisher and tests) imports
@@ -92,7 +92,9 @@ class PolicyClient(PolicyPublishing):
         connect_timeout_s: float = 5.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        api_key: str = "",
     ) -> None:
+        """``api_key``: the server's (``HALO_POLICY_API_KEY``), sent with every request; "" = none."""
         self.base_model = base_model
         self.structured_outputs = structured_outputs
         self.max_tokens = max_tokens
@@ -105,6 +107,7 @@ class PolicyClient(PolicyPublishing):
             connect_timeout_s=connect_timeout_s,
             max_retries=max_retries,
             backoff_s=backoff_s,
+            headers=key_headers(api_key),
             start_hint="python -m halo_policy",
         )
         self._current = base_model
@@ -125,6 +128,7 @@ class PolicyClient(PolicyPublishing):
             "connect_timeout_s": s.connect_timeout_s,
             "max_retries": s.max_retries,
             "backoff_s": s.retry_backoff_s,
+            "api_key": s.api_key.get_secret_value(),
         }
         kwargs.update(overrides)
         return cls(s.base_url, s.served_model_name, **kwargs)

@@ -30,7 +30,7 @@ import redis.asyncio as aioredis
 
 from halo.policy_errors import WrongAdapter
 from halo.schemas.cluster import ReplicaRecord
-from halo.transport import CallError, NotFound, ServiceUnavailable, Transport
+from halo.transport import CallError, NotFound, ServiceUnavailable, Transport, key_headers
 from halo.vllm_chat import post_chat
 
 logger = logging.getLogger("halo.policy_replicas")
@@ -160,9 +160,16 @@ class ReplicaPool:
         *,
         transport: Callable[[str], Transport] | None = None,
         max_failovers: int = 3,
+        timeout_s: float = 120.0,
+        api_key: str = "",
     ) -> None:
+        """``api_key``: the replicas' (``HALO_POLICY_API_KEY`` on each), sent with every request. No
+        retries inside a request: a replica that does not answer is failed over instead."""
         self.registry, self.max_failovers = registry, max_failovers
-        self._make = transport or (lambda url: Transport(SERVICE, url, max_retries=0, timeout_s=120.0))
+        headers = key_headers(api_key)
+        self._make = transport or (
+            lambda url: Transport(SERVICE, url, max_retries=0, timeout_s=timeout_s, headers=headers)
+        )
         self._transports: dict[str, Transport] = {}
 
     def transport(self, url: str) -> Transport:

@@ -57,16 +57,15 @@ class ReplicatedPolicyClient(PolicyClient):
         sticky_ttl_s: int = 3600,
         timeout_s: float = 120.0,
         data_root: Path | None = None,
+        api_key: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(UNUSED_URL, base_model, timeout_s=timeout_s, **kwargs)
-        self.prefix, self.timeout_s = prefix, timeout_s
+        self.prefix, self.timeout_s, self._api_key = prefix, timeout_s, api_key
         self._redis = aioredis.from_url(redis_url)
         self.registry = ReplicaRegistry(self._redis, prefix, sticky_ttl_s=sticky_ttl_s)
         # No retries inside a request: a replica that does not answer is failed over instead.
-        self.pool = ReplicaPool(
-            self.registry, transport=lambda url: Transport(SERVICE, url, max_retries=0, timeout_s=timeout_s)
-        )
+        self.pool = ReplicaPool(self.registry, timeout_s=timeout_s, api_key=api_key)
         self.fanout = AdapterFanout(self.pool, data_root=data_root)
         self.last_fanout: FanoutResult | None = None
 
@@ -169,7 +168,7 @@ class ReplicatedPolicyClient(PolicyClient):
                 "server (one replica, or unset HALO_TRAINER_POLICY_REPLICAS)",
                 409,
             )
-        return PolicyClient(live[0].url, self.base_model, timeout_s=self.timeout_s)
+        return PolicyClient(live[0].url, self.base_model, timeout_s=self.timeout_s, api_key=self._api_key)
 
     async def weight_reload_available(self) -> bool:
         async with await self._one_server() as one:

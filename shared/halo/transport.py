@@ -60,6 +60,11 @@ class NotFound(ServiceRejected):
     """A 404: the session, lease, model or adapter named does not exist."""
 
 
+def key_headers(api_key: str) -> dict[str, str] | None:
+    """The header a service that asks for a key (vLLM's ``--api-key``) takes; None without one."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else None
+
+
 class Transport:
     """An ``httpx.AsyncClient`` for one service, with the error mapping and retry rule above."""
 

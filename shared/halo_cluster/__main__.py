@@ -147,7 +147,7 @@ def replica(
 
         client = aioredis.from_url(settings.redis_url)
         registry = ReplicaRegistry(client, settings.key_prefix, ttl_s=settings.replica_ttl_s)
-        pool = ReplicaPool(registry)
+        pool = ReplicaPool(registry, api_key=settings.policy_api_key.get_secret_value())
         record = ReplicaRecord(replica_id=replica_id, url=url, max_loras=max_loras, fetches_adapters=fetches)
         fanout = AdapterFanout(pool, fetch=lambda key: asyncio.to_thread(store.local_dir, key))
         try:

@@ -41,6 +41,37 @@ def test_a_device_naming_one_card_is_refused_with_ranks():
     assert "HALO_TRAINER_DEVICE=cuda:1" in problem and "CUDA_VISIBLE_DEVICES" in problem
 
 
+def test_one_machine_meets_on_the_loopback_and_several_at_node_0s_rendezvous():
+    assert launch.launcher_argv(2) == [
+        "--standalone", "--local-addr=127.0.0.1", "--nproc-per-node=2", "--module", "halo_trainer",
+    ]  # fmt: skip
+    assert launch.launcher_argv(1, 2, 1, "10.0.0.1:29500") == [
+        "--nnodes=2", "--node-rank=1", "--master-addr=10.0.0.1", "--master-port=29500",
+        "--nproc-per-node=1", "--module", "halo_trainer",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"HALO_TRAINER_LEARNER_NODES": "2"}, "needs HALO_TRAINER_LEARNER_RENDEZVOUS=host:port"),
+        ({"HALO_TRAINER_LEARNER_NODES": "2", "HALO_TRAINER_LEARNER_RENDEZVOUS": "head"}, "not 'head'"),
+        ({"HALO_TRAINER_LEARNER_NODE_RANK": "1"}, "a node's rank is 0 to 0"),
+    ],
+)
+def test_learner_nodes_without_a_place_to_meet_are_refused_before_anything_starts(env, said):
+    """One line from the service, exit 2: no launcher waits on a rendezvous that cannot happen."""
+    done = subprocess.run(
+        [sys.executable, "-m", "halo_trainer"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("HALO_TRAINER_")} | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and said in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
 def _trainer(env: dict[str, str]) -> subprocess.Popen:
     return lifetime.popen(
         [sys.executable, "-m", "halo_trainer"],

@@ -152,6 +152,8 @@ def build_command(settings: PolicySettings, model: str) -> list[str]:
 def build_env(settings: PolicySettings, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "1"  # the load/unload_lora_adapter routes exist only with it
+    if key := settings.api_key.get_secret_value():
+        env["VLLM_API_KEY"] = key  # in the environment, not on the command line other users can read
     if settings.resolved_weight_reload():
         # Full-weight runs reload weights in place (/collective_rpc, /pause, /resume); these admin
         # routes exist only in dev mode, so the server's port must stay private (docs/policy.md).

@@ -37,14 +37,21 @@ if __name__ == "__main__":
     except DefaultsError as exc:
         sys.stderr.write(f"halo_trainer: {exc}\n")
         sys.exit(2)
-    if settings.learner_ranks > 1 and "WORLD_SIZE" not in os.environ:
-        # HALO_TRAINER_LEARNER_RANKS: this process becomes the launcher of the ranks (torchrun's).
+    if (settings.learner_ranks > 1 or settings.learner_nodes > 1) and "WORLD_SIZE" not in os.environ:
+        # HALO_TRAINER_LEARNER_RANKS / _NODES: this process becomes the launcher of the ranks (torchrun's).
         from halo_trainer.learner import launch
 
         if (problem := launch.problem(settings.learner_ranks, device)) is not None:
             sys.stderr.write(f"halo_trainer: {problem}\n")
             sys.exit(2)
-        sys.exit(launch.launch(settings.learner_ranks))
+        sys.exit(
+            launch.launch(
+                settings.learner_ranks,
+                settings.learner_nodes,
+                settings.learner_node_rank,
+                settings.learner_rendezvous,
+            )
+        )
     channel = None
     if os.environ.get("WORLD_SIZE", "1") != "1":  # under torchrun: the learner spans the ranks
         from halo_trainer.learner import launch, ranks

@@ -3,7 +3,7 @@ how long placement may take, and how policy replicas register (docs/cluster.md).
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from halo.settings import HaloSettings
@@ -22,6 +22,11 @@ class ClusterSettings(HaloSettings):
     workers_per_node: int = Field(2, ge=1, description="Rollout worker processes on each rollout node (K, count)")
     policy_url: str = Field(
         "http://127.0.0.1:8000", description="vLLM server the rollout nodes' workers sample from (until replicas)"
+    )
+    policy_api_key: SecretStr = Field(
+        SecretStr(""),
+        description="The replicas' HALO_POLICY_API_KEY: a replica's sidecar sends it to its own vLLM (the nodes' "
+        "workers read HALO_TRAINER_POLICY_API_KEY from the node's environment)",
     )
     policy_replicas: bool = Field(
         False,

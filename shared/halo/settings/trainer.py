@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, create_model, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from halo.schemas import knobs
@@ -69,6 +69,9 @@ class TrainerSettings(HaloSettings):
     env_url: str = Field("http://127.0.0.1:8100", description="Environment service")
     reward_url: str = Field("http://127.0.0.1:8200", description="Reward service")
     policy_url: str = Field("http://127.0.0.1:8000", description="vLLM server the rollout workers sample from")
+    policy_api_key: SecretStr = Field(
+        SecretStr(""), description="The vLLM server's (or every replica's) HALO_POLICY_API_KEY, sent with each request"
+    )
     policy_model_name: str = Field(
         "halo-base", description="Name vLLM serves the base model under (policy version 0 samples from it)"
     )
@@ -114,6 +117,20 @@ class TrainerSettings(HaloSettings):
         "(the first N cards the trainer sees), gloo processes on the cpu target. Above 1, `python -m halo_trainer` "
         "starts itself N times under torch's elastic launcher (torchrun) on this machine; rank 0 is the service",
     )
+    learner_nodes: Annotated[int, Field(ge=1, le=64)] = Field(
+        1,
+        description="Machines the learner spans, each running HALO_TRAINER_LEARNER_RANKS ranks. Above 1, every "
+        "machine starts `python -m halo_trainer` with the same HALO_TRAINER_LEARNER_RENDEZVOUS and its own "
+        "HALO_TRAINER_LEARNER_NODE_RANK: node 0's rank 0 is the service, every other rank follows its learner",
+    )
+    learner_node_rank: Annotated[int, Field(ge=0, le=63)] = Field(
+        0, description="This machine's place among HALO_TRAINER_LEARNER_NODES (0: the service's)"
+    )
+    learner_rendezvous: str = Field(
+        "",
+        description="host:port on node 0 where the learner's ranks of every machine meet (torchrun's static "
+        "rendezvous, --master-addr/--master-port); needed above one node, reachable from each",
+    )
     job_claim_idle_s: Annotated[float, Field(gt=0)] = Field(
         60.0, description="A job silent this long (no heartbeat) is reclaimed from its dead worker, s"
     )
@@ -152,6 +169,22 @@ class TrainerSettings(HaloSettings):
     checkpoint_keep: Annotated[int, Field(ge=1)] = Field(
         3, description="Complete checkpoints kept per run (older ones deleted)"
     )
+
+    @model_validator(mode="after")
+    def _learner_nodes_meet_somewhere(self) -> TrainerSettings:
+        if self.learner_node_rank >= self.learner_nodes:
+            raise ValueError(
+                f"HALO_TRAINER_LEARNER_NODE_RANK={self.learner_node_rank} with HALO_TRAINER_LEARNER_NODES="
+                f"{self.learner_nodes}: a node's rank is 0 to {self.learner_nodes - 1}"
+            )
+        if self.learner_nodes > 1:
+            host, _, port = self.learner_rendezvous.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(
+                    f"HALO_TRAINER_LEARNER_NODES={self.learner_nodes} needs HALO_TRAINER_LEARNER_RENDEZVOUS=host:port "
+                    f"(node 0's address and a free port every node reaches), not {self.learner_rendezvous!r}"
+                )
+        return self
 
     @field_validator("learner", mode="before")
     @classmethod

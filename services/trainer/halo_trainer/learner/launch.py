@@ -1,7 +1,10 @@
-"""``HALO_TRAINER_LEARNER_RANKS=N``: the trainer service as N learner ranks on this machine.
+"""``HALO_TRAINER_LEARNER_RANKS=N``: the trainer service as N learner ranks on this machine, and with
+``HALO_TRAINER_LEARNER_NODES=M`` on each of M machines.
 
-``python -m halo_trainer`` with N > 1, and no ``WORLD_SIZE`` of its own, hands itself to torch's
-elastic launcher: exactly ``torchrun --standalone --nproc-per-node N -m halo_trainer``. The launcher
+``python -m halo_trainer`` with N > 1 (or M > 1), and no ``WORLD_SIZE`` of its own, hands itself to
+torch's elastic launcher: exactly ``torchrun --standalone --nproc-per-node N -m halo_trainer`` on one
+machine, ``torchrun --nnodes M --node-rank K --master-addr <host> --master-port <port> ...`` on each
+of several (``HALO_TRAINER_LEARNER_RENDEZVOUS=host:port`` on node 0, ``HALO_TRAINER_LEARNER_NODE_RANK=K``). The launcher
 stays as the parent: it gives each rank its ``RANK``/``LOCAL_RANK``, forwards SIGTERM to them and
 ends them all when one fails. Rank 0 is the service and the others follow its learner
 (``halo_trainer.learner.ranks``). One setting thus means the same thing in the embedded stack, in
@@ -39,17 +42,31 @@ def problem(ranks: int, device: str) -> str | None:
     return None
 
 
-def launch(ranks: int) -> int:
-    """Run this service as ``ranks`` processes under torch's elastic launcher; its exit status."""
+def launcher_argv(
+    ranks: int, nodes: int = 1, node_rank: int = 0, rendezvous: str = "", module: str = "halo_trainer"
+) -> list[str]:
+    """torchrun's arguments for ``ranks`` processes on this machine, of ``nodes`` machines."""
+    if nodes == 1:
+        # --standalone: a rendezvous of this machine only, on a free port (no MASTER_ADDR to set).
+        # --local-addr: the ranks meet on the loopback, not at the machine's host name, which need not
+        # resolve (a container without a network: the ranks then retried it forever, never started).
+        where = ["--standalone", "--local-addr=127.0.0.1"]
+    else:
+        # The static rendezvous: node 0 holds the store at the address every node is given, so no
+        # name has to resolve and the global ranks follow the node ranks (node 0's rank 0 is the service).
+        host, _, port = rendezvous.rpartition(":")
+        where = [f"--nnodes={nodes}", f"--node-rank={node_rank}", f"--master-addr={host}", f"--master-port={port}"]
+    return [*where, f"--nproc-per-node={ranks}", "--module", module]
+
+
+def launch(ranks: int, nodes: int = 1, node_rank: int = 0, rendezvous: str = "", module: str = "halo_trainer") -> int:
+    """Run ``module`` (this service) as ``ranks`` processes on this machine under torch's elastic
+    launcher, one machine of ``nodes`` meeting at ``rendezvous``; its exit status."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import get_args_parser, run
 
-    # --standalone: a rendezvous of this machine only, on a free port (no MASTER_ADDR to set).
-    # --local-addr: the ranks meet on the loopback, not at the machine's host name, which need not
-    # resolve (a container without a network: the ranks then retried it forever, never started).
-    argv = ["--standalone", "--local-addr=127.0.0.1", f"--nproc-per-node={ranks}", "--module", "halo_trainer"]
-    args = get_args_parser().parse_args(argv)
+    args = get_args_parser().parse_args(launcher_argv(ranks, nodes, node_rank, rendezvous, module))
     try:
         run(args)
     except ChildFailedError as exc:  # a rank exited non-zero; the launcher has ended the others

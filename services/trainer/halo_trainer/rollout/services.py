@@ -28,8 +28,14 @@ def policy_client(settings: TrainerSettings) -> PolicyClient:
             sticky_ttl_s=settings.policy_sticky_ttl_s,
             timeout_s=settings.request_timeout_s,
             data_root=settings.data_dir,  # adapters are named by their store key for replicas that fetch
+            api_key=settings.policy_api_key.get_secret_value(),
         )
-    return PolicyClient(settings.policy_url, settings.policy_model_name, timeout_s=settings.request_timeout_s)
+    return PolicyClient(
+        settings.policy_url,
+        settings.policy_model_name,
+        timeout_s=settings.request_timeout_s,
+        api_key=settings.policy_api_key.get_secret_value(),
+    )
 
 
 def make_services(settings: TrainerSettings, redis: aioredis.Redis) -> Services:
