@@ -54,8 +54,24 @@ class Node:
     host_link: str  # the veth end on the bridge (down = the node is cut off)
 
 
+class OpenedUntilClosed:
+    """``with thing:`` opens it and closes it on every exit path, a failed ``open`` included (what it
+    made before failing is removed)."""
+
+    def __enter__(self):
+        try:
+            self.open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass
-class Namespaces:
+class Namespaces(OpenedUntilClosed):
     """``count`` nodes ``<tag>n0..`` on ``10.<a>.<b>.1..`` and a bridge at ``.254`` of the same /24."""
 
     count: int
@@ -71,17 +87,6 @@ class Namespaces:
         self.bridge_address = f"{self.prefix}.254"
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def __enter__(self) -> Namespaces:
-        try:
-            self.open()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def open(self) -> None:
         if why := unavailable():
             raise NamespaceError(why)

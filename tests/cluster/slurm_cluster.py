@@ -20,11 +20,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.cluster.namespaces import Namespaces
+from tests.cluster.namespace_cluster import _wait
+from tests.cluster.namespaces import Namespaces, OpenedUntilClosed
 
 SLURMCTLD_PORT, SLURMD_PORT = 6917, 6918  # not Slurm's defaults: a site's own Slurm keeps its ports
 PACKAGES = ("slurmctld", "slurmd", "sbatch", "munged")
@@ -41,7 +41,7 @@ def unavailable() -> str:
 
 
 @dataclass
-class SlurmCluster:
+class SlurmCluster(OpenedUntilClosed):
     ns: Namespaces
     folder: Path
     cpus_per_node: int = 2
@@ -57,18 +57,7 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf), **extra}
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def __enter__(self) -> SlurmCluster:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def start(self, timeout_s: float = 60) -> None:
+    def open(self, timeout_s: float = 60) -> None:
         if why := unavailable():
             raise RuntimeError(why)
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -80,13 +69,14 @@ class SlurmCluster:
         for node in self.ns.nodes:
             argv = ["nsenter", f"--net=/run/netns/{node.name}", "slurmd", "-D", "-f", str(self.conf), "-N", node.name]
             self.daemons.append(self._daemon(argv, f"slurmd-{node.name}.out"))
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            states = self.node_states()
-            if len(states) == len(self.ns.nodes) and all(s.startswith("idle") for s in states.values()):
-                return
-            time.sleep(1)
-        raise RuntimeError(f"the Slurm nodes are not idle after {timeout_s:.0f} s: {self.node_states()}")
+        _wait(
+            "every Slurm node idle",
+            lambda: (
+                len(s := self.node_states()) == len(self.ns.nodes) and all(v.startswith("idle") for v in s.values())
+            ),
+            timeout_s,
+            why=lambda: str(self.node_states()),
+        )
 
     def close(self) -> None:
         for proc in reversed(self.daemons):

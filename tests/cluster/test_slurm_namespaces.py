@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cluster.namespace_cluster import _wait
 from tests.cluster.namespaces import Namespaces, namespace_marks
 from tests.cluster.slurm_cluster import SlurmCluster
 from tests.cluster.slurm_cluster import unavailable as slurm_unavailable
@@ -31,15 +32,6 @@ pytestmark = [*namespace_marks(), pytest.mark.skipif(bool(slurm_unavailable()), 
 ROOT = Path(__file__).resolve().parents[2]
 SBATCH = ROOT / "deploy" / "slurm" / "halo.sbatch"
 RESULTS = Path(os.environ.get("HALO_SLURM_RESULTS", ROOT / "bench" / "results" / "cluster_slurm.json"))
-
-
-def _until(what: str, check, timeout_s: float, every_s: float = 2.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if result := check():
-            return result
-        time.sleep(every_s)
-    raise AssertionError(f"{what}: not within {timeout_s:.0f} s")
 
 
 def test_the_sbatch_file_trains_on_namespace_nodes_and_scancel_ends_everything(tmp_path: Path) -> None:
@@ -82,16 +74,20 @@ def test_the_sbatch_file_trains_on_namespace_nodes_and_scancel_ends_everything(t
             return f"job {job} {slurm.job_state(job)}, steps {slurm.steps(job)}\n{tail}"
 
         try:
-            _until(
-                "the rollout nodes placed", lambda: in_head(f"{bin_dir}/halo", "cluster", "status").returncode == 0, 900
+            _wait(
+                "the rollout nodes placed",
+                lambda: in_head(f"{bin_dir}/halo", "cluster", "status").returncode == 0,
+                900,
+                2,
             )
             placed_s = time.monotonic() - started
             steps = slurm.steps(job)
             assert {s.split()[1] for s in steps} == {n.name for n in ns.nodes}, steps  # a step on every node
-            _until(
+            _wait(
                 "the trainer's API on the head",
                 lambda: in_head("curl", "-fsS", "-m", "5", "http://127.0.0.1:8400/health").returncode == 0,
                 600,
+                2,
             )
             trainer_s = time.monotonic() - started
             train = in_head(
@@ -111,7 +107,7 @@ def test_the_sbatch_file_trains_on_namespace_nodes_and_scancel_ends_everything(t
         finally:
             cancelled = time.monotonic()
             slurm.slurm("scancel", job)
-        _until("the job gone from the queue", lambda: not slurm.job_state(job), 120, 1)
+        _wait("the job gone from the queue", lambda: not slurm.job_state(job), 120, 1)
         slurmd = {proc.pid for proc in slurm.daemons}
         # Nothing the job started is left on any node: only each node's slurmd runs in its namespace.
         deadline = time.monotonic() + 60

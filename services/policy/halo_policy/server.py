@@ -214,8 +214,8 @@ def _pump(stream: io.BufferedReader, tail: deque[str], race: StopRace) -> None:
 def serve(settings: PolicySettings | None = None) -> int:
     """Start vLLM, wait until it is healthy and warm, then supervise it. Returns the exit code."""
     settings = settings or PolicySettings()
-    if missing := missing_model_folder(settings) or target_problem(settings):
-        logger.error("policy server failed to start: %s", missing)
+    if problem := missing_model_folder(settings) or target_problem(settings):
+        logger.error("policy server failed to start: %s", problem)
         return 2
     try:
         model = served_model(settings)
